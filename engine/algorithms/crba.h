@@ -1,0 +1,13 @@
+// Composite-rigid-body algorithm: joint-space inertia matrix (seed 004 §5 eq. (5.5) with n_m = 0;
+// RBDA §6.2).
+#pragma once
+
+#include "engine/model/data.h"
+
+namespace hilsim {
+
+/// Joint-space inertia M(q) (nv × nv, symmetric, both triangles filled), armature included on the
+/// diagonal, into data.M (also returned). Allocation-free.
+const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorXd& q);
+
+}  // namespace hilsim

@@ -1,0 +1,30 @@
+// Forward kinematics: pose, velocity and acceleration of every body.
+#pragma once
+
+#include "engine/model/data.h"
+
+namespace hilsim {
+
+/// Poses data.X_WB, data.X_WJ and motion subspaces data.S_W at configuration q (nq).
+void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q);
+
+/// As above, plus spatial velocities data.V_W (in W about W's origin) for velocity v (nv).
+void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
+                       const Eigen::VectorXd& v);
+
+/// As above, plus spatial accelerations data.A_W (true accelerations, no gravity offset) for
+/// joint accelerations a (nv).
+void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
+                       const Eigen::VectorXd& v, const Eigen::VectorXd& a);
+
+/// Velocity of body i's frame expressed in that frame: [ω_B; v of the origin of B] (call after
+/// forwardKinematics with v).
+MotionVector bodyVelocityInBodyFrame(const Data& data, int body);
+
+/// Classical (not spatial) linear velocity of body i's origin, in W [m/s].
+Vector3 bodyOriginVelocity(const Data& data, int body);
+
+/// Classical linear acceleration of body i's origin, in W [m/s²] (after forwardKinematics with a).
+Vector3 bodyOriginAcceleration(const Data& data, int body);
+
+}  // namespace hilsim

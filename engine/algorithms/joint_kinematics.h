@@ -1,0 +1,108 @@
+// The per-joint kinematic step shared by every recursive algorithm (RBDA §4.4 jcalc followed by
+// the outward position/velocity recursion of seed 004 (3.13)), written once.
+#pragma once
+
+#include <cassert>
+#include <type_traits>
+
+#include "engine/model/data.h"
+
+namespace hilsim::detail {
+
+/// Calls f(std::integral_constant<int, NV>{}) for the joint sizes the model uses (1, 3, 6), so that
+/// per-joint blocks are fixed-size in the loops that matter.
+template <typename F>
+inline void withJointSize(int nv_i, F&& f) {
+  switch (nv_i) {
+    case 1: f(std::integral_constant<int, 1>{}); return;
+    case 3: f(std::integral_constant<int, 3>{}); return;
+    case 6: f(std::integral_constant<int, 6>{}); return;
+    default: assert(false && "joint size outside the closed set");
+  }
+}
+
+}  // namespace hilsim::detail
+
+namespace hilsim::detail {
+
+/// X_WB[i], X_WJ[i] and the columns of S_W for joint i, from the parent's pose and q.
+/// Requires X_WB[parent[i]] to be current.
+inline void jointPositionStep(const Model& model, Data& data, int i, const double* q) {
+  const Joint& joint = model.joints[i];
+  const double* q_i = q + model.idx_q[i];
+  Transform& X_WJ = data.X_WJ[i];
+  data.X_WB[model.parent[i]].compose(model.joint_placement[i], X_WJ);
+  jointTransform(joint, q_i, data.X_JC);
+  X_WJ.compose(data.X_JC, data.X_WB[i]);
+
+  const int iv = model.idx_v[i];
+  switch (joint.type) {
+    case JointType::kRevolute: {
+      // S = [a; p × a], a the axis in W, p a point on it (the joint frame origin)
+      auto s = data.S_W.col(iv);
+      s.head<3>().noalias() = X_WJ.rotation * joint.axis;
+      s.tail<3>() = X_WJ.translation.cross(s.head<3>());
+      break;
+    }
+    case JointType::kPrismatic: {
+      auto s = data.S_W.col(iv);
+      s.head<3>().setZero();
+      s.tail<3>().noalias() = X_WJ.rotation * joint.axis;
+      break;
+    }
+    default: {
+      jointMotionSubspace(joint, q_i, data.S_J);
+      for (int k = 0; k < model.nv_joint[i]; ++k) {
+        auto s = data.S_W.col(iv + k);
+        X_WJ.actMotion(data.S_J.col(k), s);
+      }
+    }
+  }
+}
+
+/// V_W[i] = V_W[λ] + S v_i, and c_W[i] = V_W[λ] ×ᵐ S v_i + X_WJ Ṡ_J v_i (seed 004 (3.27)).
+/// Returns S v_i in `joint_velocity_W`.
+inline void jointVelocityStep(const Model& model, Data& data, int i, const double* q,
+                              const double* v, MotionVector& joint_velocity_W) {
+  const int iv = model.idx_v[i];
+  const int nv_i = model.nv_joint[i];
+  withJointSize(nv_i, [&](auto n) {
+    constexpr int NV = decltype(n)::value;
+    joint_velocity_W.noalias() =
+        data.S_W.middleCols<NV>(iv) * Eigen::Map<const Eigen::Matrix<double, NV, 1>>(v + iv);
+  });
+  const MotionVector& V_parent = data.V_W[model.parent[i]];
+  data.V_W[i] = V_parent + joint_velocity_W;
+  crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
+  const JointType type = model.joints[i].type;
+  if (type == JointType::kFreeFlyer || type == JointType::kPlanar) {
+    MotionVector sdot_v_J, sdot_v_W;
+    jointMotionSubspaceRate(model.joints[i], q + model.idx_q[i], v + iv, sdot_v_J);
+    data.X_WJ[i].actMotion(sdot_v_J, sdot_v_W);
+    data.c_W[i] += sdot_v_W;
+  }
+}
+
+/// Body inertia of body i in W, from its pose.
+inline void bodyInertiaStep(const Model& model, Data& data, int i) {
+  const Inertia& I_B = model.inertias[i];
+  const Transform& X = data.X_WB[i];
+  Inertia& I_W = data.inertia_W[i];
+  I_W.mass = I_B.mass;
+  I_W.com.noalias() = X.rotation * I_B.com;
+  I_W.com += X.translation;
+  Matrix3 tmp;
+  tmp.noalias() = X.rotation * I_B.inertia_com;
+  I_W.inertia_com.noalias() = tmp * X.rotation.transpose();
+}
+
+/// Spatial gravity offset of the base: A_0 = −[0; g] (RBDA §5.3).
+inline MotionVector baseAccelerationForGravity(const Model& model) {
+  MotionVector a;
+  a.head<3>().setZero();
+  a.tail<3>() = -model.gravity;
+  return a;
+}
+
+}  // namespace hilsim::detail
+

@@ -1,0 +1,31 @@
+#include "engine/algorithms/tree_ldl.h"
+
+#include <cassert>
+
+namespace hilsim {
+
+void treeLdlFactor(const Model& model, Eigen::MatrixXd& H) {
+  const std::vector<int>& lambda = model.dof_parent;
+  for (int k = model.nv - 1; k >= 0; --k) {
+    for (int i = lambda[k]; i >= 0; i = lambda[i]) {
+      const double a = H(k, i) / H(k, k);
+      for (int j = i; j >= 0; j = lambda[j]) H(i, j) -= a * H(k, j);
+      H(k, i) = a;
+    }
+  }
+}
+
+void treeLdlSolve(const Model& model, const Eigen::MatrixXd& H, Eigen::VectorXd& b) {
+  assert(b.size() == model.nv);
+  const std::vector<int>& lambda = model.dof_parent;
+  // Lᵀ y = b, leaves first
+  for (int i = model.nv - 1; i >= 0; --i)
+    for (int j = lambda[i]; j >= 0; j = lambda[j]) b(j) -= H(i, j) * b(i);
+  // D z = y
+  for (int i = 0; i < model.nv; ++i) b(i) /= H(i, i);
+  // L x = z, roots first
+  for (int i = 0; i < model.nv; ++i)
+    for (int j = lambda[i]; j >= 0; j = lambda[j]) b(i) -= H(i, j) * b(j);
+}
+
+}  // namespace hilsim

@@ -1,0 +1,121 @@
+#include "engine/integrators/simulator.h"
+
+#include <cassert>
+
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/algorithms/energy.h"
+#include "engine/integrators/configuration.h"
+
+namespace hilsim {
+
+std::optional<Formulation> parseFormulation(std::string_view name) {
+  if (name == "aba") return Formulation::kAba;
+  if (name == "crba") return Formulation::kCrba;
+  return std::nullopt;
+}
+
+std::optional<Integrator> parseIntegrator(std::string_view name) {
+  if (name == "euler" || name == "semi-implicit-euler") return Integrator::kSemiImplicitEuler;
+  if (name == "rk4") return Integrator::kRk4;
+  return std::nullopt;
+}
+
+std::string_view formulationName(Formulation f) {
+  switch (f) {
+    case Formulation::kAba: return "aba";
+    case Formulation::kCrba: return "crba";
+  }
+  return "unknown";
+}
+
+std::string_view integratorName(Integrator i) {
+  switch (i) {
+    case Integrator::kSemiImplicitEuler: return "euler";
+    case Integrator::kRk4: return "rk4";
+  }
+  return "unknown";
+}
+
+const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model, Data& data,
+                                       const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                                       const Eigen::VectorXd& tau) {
+  switch (formulation) {
+    case Formulation::kAba: return aba(model, data, q, v, tau);
+    case Formulation::kCrba: return crbaForwardDynamics(model, data, q, v, tau);
+  }
+  return data.qdd;
+}
+
+Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation,
+                     Integrator integrator, double dt)
+    : model_(std::move(model)),
+      data_(*model_),
+      formulation_(formulation),
+      integrator_(integrator),
+      dt_(dt),
+      q_(model_->neutralConfiguration()),
+      v_(Eigen::VectorXd::Zero(model_->nv)),
+      qdd_(Eigen::VectorXd::Zero(model_->nv)),
+      q_stage_(q_),
+      v_stage_(v_),
+      theta_(v_),
+      theta_rate_(v_),
+      theta_sum_(v_),
+      a_sum_(v_) {}
+
+void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double time) {
+  assert(q.size() == model_->nq && v.size() == model_->nv);
+  q_ = q;
+  v_ = v;
+  normalizeConfiguration(*model_, q_);
+  time_ = time;
+}
+
+void Simulator::step(const Eigen::VectorXd& tau) {
+  const Model& model = *model_;
+  const double h = dt_;
+  switch (integrator_) {
+    case Integrator::kSemiImplicitEuler: {
+      qdd_ = forwardDynamics(formulation_, model, data_, q_, v_, tau);
+      v_ += h * qdd_;
+      integrateConfiguration(model, q_, v_, h, q_);
+      break;
+    }
+    case Integrator::kRk4: {
+      // Runge–Kutta–Munthe-Kaas: stages live in the tangent space at q, θ̇ = dexp⁻¹_θ(v)
+      static constexpr double kStageFraction[4] = {0.0, 0.5, 0.5, 1.0};
+      static constexpr double kWeight[4] = {1.0, 2.0, 2.0, 1.0};
+      theta_sum_.setZero();
+      a_sum_.setZero();
+      theta_.setZero();
+      for (int stage = 0; stage < 4; ++stage) {
+        const double c = kStageFraction[stage];
+        // stage state: q ⊕ θ, v + c h a_prev (theta_ already holds c h K_prev)
+        if (stage == 0) {
+          q_stage_ = q_;
+          v_stage_ = v_;
+        } else {
+          integrateConfiguration(model, q_, theta_, 1.0, q_stage_);
+          v_stage_ = v_ + (c * h) * data_.qdd;
+        }
+        const Eigen::VectorXd& a = forwardDynamics(formulation_, model, data_, q_stage_, v_stage_, tau);
+        if (stage == 0) qdd_ = a;
+        tangentRate(model, theta_, v_stage_, theta_rate_);
+        theta_sum_ += kWeight[stage] * theta_rate_;
+        a_sum_ += kWeight[stage] * a;
+        if (stage < 3) theta_ = (kStageFraction[stage + 1] * h) * theta_rate_;
+      }
+      integrateConfiguration(model, q_, theta_sum_, h / 6.0, q_);
+      v_ += (h / 6.0) * a_sum_;
+      break;
+    }
+  }
+  time_ += h;
+}
+
+double Simulator::energy() {
+  return kineticEnergy(*model_, data_, q_, v_) + potentialEnergy(*model_, data_, q_);
+}
+
+}  // namespace hilsim

@@ -1,0 +1,72 @@
+// Simulator: a Model, its Data, a forward-dynamics formulation and a fixed-step integrator.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "engine/model/data.h"
+
+namespace hilsim {
+
+/// Forward-dynamics formulations; every one gives the same q̈ on the same model and state.
+enum class Formulation {
+  kAba,   ///< articulated body, O(n) (aba.h)
+  kCrba,  ///< composite body + tree LᵀDL (crba_forward_dynamics.h)
+};
+
+/// Fixed-step integrators.
+enum class Integrator {
+  kSemiImplicitEuler,  ///< v ← v + h q̈(q, v); q ← q ⊕ h v. First order, symplectic.
+  kRk4,                ///< classical Runge–Kutta 4 on the configuration manifold (RKMK form).
+};
+
+std::optional<Formulation> parseFormulation(std::string_view name);   ///< "aba", "crba"
+std::optional<Integrator> parseIntegrator(std::string_view name);     ///< "euler", "rk4"
+std::string_view formulationName(Formulation f);
+std::string_view integratorName(Integrator i);
+
+/// Forward dynamics with the chosen formulation; result in data.qdd.
+const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model, Data& data,
+                                       const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                                       const Eigen::VectorXd& tau);
+
+/// Advances (q, v, t) by a fixed step under joint forces tau. `step` is allocation-free, lock-free
+/// and does not throw; the state starts at the neutral configuration at rest.
+class Simulator {
+ public:
+  Simulator(std::shared_ptr<const Model> model, Formulation formulation, Integrator integrator,
+            double dt);
+
+  /// One step of length dt() with joint forces tau (nv) held constant over it.
+  void step(const Eigen::VectorXd& tau);
+
+  /// Sets the state; quaternions are renormalised. Sizes must be nq and nv.
+  void setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double time = 0.0);
+
+  const Eigen::VectorXd& q() const { return q_; }
+  const Eigen::VectorXd& v() const { return v_; }
+  /// q̈ at the start of the last step.
+  const Eigen::VectorXd& qdd() const { return qdd_; }
+  double time() const { return time_; }
+  double dt() const { return dt_; }
+  const Model& model() const { return *model_; }
+  Formulation formulation() const { return formulation_; }
+  Integrator integrator() const { return integrator_; }
+
+  /// Kinetic + potential energy at the current state [J].
+  double energy();
+
+ private:
+  std::shared_ptr<const Model> model_;
+  Data data_;
+  Formulation formulation_;
+  Integrator integrator_;
+  double dt_;
+  double time_ = 0.0;
+  Eigen::VectorXd q_, v_, qdd_;
+  // RK4 stage buffers, sized once
+  Eigen::VectorXd q_stage_, v_stage_, theta_, theta_rate_, theta_sum_, a_sum_;
+};
+
+}  // namespace hilsim

@@ -1,0 +1,54 @@
+// Data: every buffer the algorithms write, sized once from a Model. One Data per thread or session;
+// algorithms take `(const Model&, Data&, …)` and never allocate.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/model.h"
+
+namespace hilsim {
+
+/// Dynamic-width 6-row matrix of spatial vectors, one column per degree of freedom.
+using Matrix6N = Eigen::Matrix<double, 6, Eigen::Dynamic>;
+
+/// Workspace and results. Names follow docs/NOTATION.md: W is the world frame, B a body frame;
+/// spatial vectors with suffix _W are expressed in W and taken about W's origin.
+struct Data {
+  explicit Data(const Model& model);
+
+  // --- kinematics (forwardKinematics, and the first sweep of every dynamics algorithm) ---
+  std::vector<Transform> X_WB;      ///< [nbodies] pose of each body frame in W
+  std::vector<Transform> X_WJ;      ///< [nbodies] pose of each joint frame in W
+  Matrix6N S_W;                     ///< 6 × nv: motion subspace column of each dof, in W
+  std::vector<MotionVector> V_W;    ///< [nbodies] spatial velocity of each body
+  std::vector<MotionVector> A_W;    ///< [nbodies] spatial acceleration (forwardKinematics: true
+                                    ///< acceleration; rnea/aba: offset by −g, RBDA §5.3)
+  std::vector<MotionVector> c_W;    ///< [nbodies] velocity-product acceleration of each joint,
+                                    ///< a_m(k) of seed 004 eq. (3.27): V_λ ×ᵐ S v + Ṡ_J v
+  std::vector<Inertia> inertia_W;   ///< [nbodies] body inertia in W
+
+  // --- dynamics ---
+  std::vector<ForceVector> f_W;     ///< [nbodies] rnea: net force transmitted by each joint
+  std::vector<Matrix6> P_W;         ///< [nbodies] aba: articulated inertia P(k) (seed 004 (6.1));
+                                    ///< crba: composite inertia R(k) (seed 004 (5.2))
+  std::vector<ForceVector> z_W;     ///< [nbodies] aba: articulated bias force z(k) (seed 004 (7.2))
+  Matrix6N G_W;                     ///< 6 × nv: aba Kalman gain G = P S D⁻¹; crba: F = R S
+  std::vector<Matrix6> D_inv;       ///< [nbodies] aba: D(k)⁻¹ in the top-left nv_i × nv_i block
+  Eigen::VectorXd nu;               ///< nv: aba ν = D⁻¹ ε (seed 004 (7.2))
+
+  Eigen::VectorXd tau;              ///< nv: rnea output [N·m, N]
+  Eigen::VectorXd qdd;              ///< nv: aba / crbaForwardDynamics output
+  Eigen::VectorXd bias_forces;      ///< nv: C(q, v) v + g(q) + damping·v (nonLinearEffects)
+  Eigen::MatrixXd M;                ///< nv × nv joint-space inertia (crba; lower triangle and
+                                    ///< upper filled), armature included
+  Eigen::MatrixXd M_factor;         ///< nv × nv: LᵀDL factor of M on the tree sparsity pattern
+
+  double kinetic_energy = 0.0;      ///< [J]
+  double potential_energy = 0.0;    ///< [J], zero at the world origin
+
+  // per-joint scratch
+  Matrix6X S_J;                     ///< motion subspace of one joint in its joint frame
+  Transform X_JC;                   ///< joint transform of one joint
+};
+
+}  // namespace hilsim

@@ -1,0 +1,39 @@
+#include "engine/model/model.h"
+
+namespace hilsim {
+
+namespace {
+int indexOf(const std::vector<std::string>& names, const std::string& name, int first) {
+  for (int i = first; i < static_cast<int>(names.size()); ++i)
+    if (names[i] == name) return i;
+  return -1;
+}
+}  // namespace
+
+int Model::bodyIndex(const std::string& body_name) const {
+  return indexOf(body_names, body_name, 0);
+}
+
+int Model::jointIndex(const std::string& joint_name) const {
+  return indexOf(joint_names, joint_name, 1);
+}
+
+int Model::frameIndex(const std::string& frame_name) const {
+  for (int i = 0; i < static_cast<int>(frames.size()); ++i)
+    if (frames[i].name == frame_name) return i;
+  return -1;
+}
+
+Eigen::VectorXd Model::neutralConfiguration() const {
+  Eigen::VectorXd q(nq);
+  for (int i = 1; i < nbodies; ++i) jointNeutral(joints[i], q.data() + idx_q[i]);
+  return q;
+}
+
+double Model::totalMass() const {
+  double m = 0.0;
+  for (int i = 1; i < nbodies; ++i) m += inertias[i].mass;
+  return m;
+}
+
+}  // namespace hilsim

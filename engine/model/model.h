@@ -1,0 +1,80 @@
+// Model: the constant description of a multibody system. Built once (ModelBuilder, loaders),
+// never changed after; every algorithm takes it as `const Model&`.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "engine/model/joint.h"
+#include "engine/spatial/inertia.h"
+
+namespace hilsim {
+
+/// A model that cannot be built, or a model file that cannot be read. The message names the file
+/// and element where one is known.
+class ModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A named frame rigidly attached to a body: every body's own frame, and the frames of links that
+/// were welded (fixed joints) into their parent.
+struct Frame {
+  std::string name;
+  int body = 0;          ///< index of the body it moves with
+  Transform placement;   ///< X_BF: pose of the frame in that body's frame
+};
+
+/// Topology and parameters of a tree of rigid bodies.
+///
+/// Bodies are numbered 0 … nbodies−1; body 0 is the world (fixed, no joint, no inertia) and
+/// parent[i] < i for every i ≥ 1, so a loop over increasing i runs base → tips. Body i ≥ 1 is
+/// moved by joint i, whose frame J_i is fixed on the parent at `joint_placement[i]`; body i's frame
+/// is the child frame of that joint. Coordinates are ordered by joint: joint i owns q[idx_q[i] …
+/// idx_q[i]+nq_joint[i]) and v[idx_v[i] … idx_v[i]+nv_joint[i]).
+struct Model {
+  std::string name;
+  int nbodies = 1;  ///< including the world
+  int nq = 0;       ///< configuration size
+  int nv = 0;       ///< velocity size (degrees of freedom)
+
+  // --- per body, [nbodies]; entries for the world are placeholders ---
+  std::vector<std::string> body_names;
+  std::vector<int> parent;                  ///< parent body; parent[0] = −1
+  std::vector<std::string> joint_names;
+  std::vector<Joint> joints;
+  std::vector<Transform> joint_placement;   ///< X_{λ(i) J_i}: joint frame in the parent body frame
+  std::vector<Inertia> inertias;            ///< body inertia in its own frame
+  std::vector<int> idx_q, idx_v, nq_joint, nv_joint;
+
+  // --- per degree of freedom, [nv] ---
+  std::vector<int> dof_parent;   ///< nearest ancestor dof (tree of dofs), −1 at a root
+  std::vector<int> dof_body;     ///< body whose joint owns the dof
+  Eigen::VectorXd damping;       ///< viscous joint damping, τ = −d v [N·m·s/rad or N·s/m]
+  Eigen::VectorXd armature;      ///< rotor inertia reflected to the joint [kg·m² or kg]
+  Eigen::VectorXd lower_limit;   ///< position limits of 1-DoF joints (−inf otherwise); data only
+  Eigen::VectorXd upper_limit;   ///< (+inf otherwise); not enforced by the dynamics
+  Eigen::VectorXd velocity_limit;  ///< [rad/s or m/s], +inf when unknown; data only
+  Eigen::VectorXd effort_limit;    ///< [N·m or N], +inf when unknown; data only
+
+  Vector3 gravity = Vector3(0.0, 0.0, -9.81);  ///< in the world frame [m/s²]
+  std::vector<Frame> frames;
+
+  /// Index of the body with this name, or −1.
+  int bodyIndex(const std::string& body_name) const;
+  /// Index of the body moved by the joint with this name, or −1.
+  int jointIndex(const std::string& joint_name) const;
+  /// Index of the frame with this name, or −1.
+  int frameIndex(const std::string& frame_name) const;
+
+  /// Neutral configuration: zero joint angles, identity quaternions (nq).
+  Eigen::VectorXd neutralConfiguration() const;
+
+  /// Total mass of the moving bodies [kg].
+  double totalMass() const;
+};
+
+}  // namespace hilsim

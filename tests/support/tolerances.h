@@ -1,0 +1,23 @@
+// Tolerances shared by the test suites, each with the reason for its size.
+#pragma once
+
+#include <algorithm>
+
+namespace hilsim::test {
+
+/// Identities of the spatial algebra in double precision: a few roundings on O(1) numbers.
+inline constexpr double kAlgebraTol = 1e-12;
+
+/// Agreement of two exact formulations (ABA, CRBA + LᵀDL, RNEA) relative to the size of the
+/// result, on trees of up to 200 bodies: both are backward-stable O(n) or O(n d²) recursions whose
+/// rounding grows with depth and the condition of M; 1e-10 is the engine's contract.
+inline constexpr double kFormulationRelTol = 1e-10;
+
+/// Relative difference ‖a − b‖∞ / max(1, ‖a‖∞, ‖b‖∞).
+template <typename A, typename B>
+double relativeDifference(const A& a, const B& b) {
+  const double scale = std::max({1.0, a.cwiseAbs().maxCoeff(), b.cwiseAbs().maxCoeff()});
+  return (a - b).cwiseAbs().maxCoeff() / scale;
+}
+
+}  // namespace hilsim::test
