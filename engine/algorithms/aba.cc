@@ -61,10 +61,13 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
       epsilon.noalias() -= S.transpose() * z;
       data.nu.segment<NV>(iv).noalias() = D_inv * epsilon;          // ν(k) = D⁻¹ ε
       if (parent > 0) {
-        z.noalias() += G * epsilon;                                 // z⁺(k) = z + G ε
-        P.noalias() -= G * U.transpose();                           // P⁺(k) = τ̄ P = P − G ℋ P
-        data.z_W[parent] += z;
-        data.P_W[parent] += P;
+        // z⁺(k) = z + G ε and P⁺(k) = τ̄ P = P − G ℋ P, accumulated straight into the parent
+        ForceVector& z_parent = data.z_W[parent];
+        z_parent += z;
+        z_parent.noalias() += G * epsilon;
+        Matrix6& P_parent = data.P_W[parent];
+        P_parent += P;
+        P_parent.noalias() -= G * U.transpose();
       }
     });
   }

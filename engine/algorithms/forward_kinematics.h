@@ -5,7 +5,7 @@
 
 namespace hilsim {
 
-/// Poses data.X_WB, data.X_WJ and motion subspaces data.S_W at configuration q (nq).
+/// Poses data.X_WB and motion subspaces data.S_W at configuration q (nq).
 void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q);
 
 /// As above, plus spatial velocities data.V_W (in W about W's origin) for velocity v (nv).

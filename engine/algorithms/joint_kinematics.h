@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cassert>
+#include <cmath>
 #include <type_traits>
 
 #include "engine/model/data.h"
@@ -29,6 +30,27 @@ namespace hilsim::detail {
 /// Requires X_WB[parent[i]] to be current.
 inline void jointPositionStep(const Model& model, Data& data, int i, const double* q) {
   const Joint& joint = model.joints[i];
+  if (joint.type == JointType::kRevolute) {
+    // fast path: one sincos, R_WB = R_Wλ (k0 + cos θ k_cos + sin θ k_sin); J and B share
+    // their origin, and S = [a_W; p × a_W] with a_W = R_Wλ a_λ
+    const Model::RevoluteTerms& t = model.revolute_terms[i];
+    const Transform& X_WP = data.X_WB[model.parent[i]];
+    const Transform& X_PJ = model.joint_placement[i];
+    const double theta = q[model.idx_q[i]];
+    const double c = std::cos(theta), s = std::sin(theta);
+    Matrix3 r_pb = t.k0;
+    r_pb += c * t.k_cos;
+    r_pb += s * t.k_sin;
+    Transform& X_WB = data.X_WB[i];
+    X_WB.rotation.noalias() = X_WP.rotation * r_pb;
+    X_WB.translation.noalias() = X_WP.rotation * X_PJ.translation;
+    X_WB.translation += X_WP.translation;
+    data.X_WJ[i].translation = X_WB.translation;  // X_WJ's rotation is not needed for revolute
+    auto s_col = data.S_W.col(model.idx_v[i]);
+    s_col.head<3>().noalias() = X_WP.rotation * t.axis_parent;
+    s_col.tail<3>() = X_WB.translation.cross(s_col.head<3>());
+    return;
+  }
   const double* q_i = q + model.idx_q[i];
   Transform& X_WJ = data.X_WJ[i];
   data.X_WB[model.parent[i]].compose(model.joint_placement[i], X_WJ);

@@ -18,7 +18,8 @@ struct Data {
 
   // --- kinematics (forwardKinematics, and the first sweep of every dynamics algorithm) ---
   std::vector<Transform> X_WB;      ///< [nbodies] pose of each body frame in W
-  std::vector<Transform> X_WJ;      ///< [nbodies] pose of each joint frame in W
+  std::vector<Transform> X_WJ;      ///< [nbodies] scratch: joint frame poses in W (revolute
+                                    ///< joints keep only the translation)
   Matrix6N S_W;                     ///< 6 × nv: motion subspace column of each dof, in W
   std::vector<MotionVector> V_W;    ///< [nbodies] spatial velocity of each body
   std::vector<MotionVector> A_W;    ///< [nbodies] spatial acceleration (forwardKinematics: true

@@ -34,11 +34,24 @@ struct Inertia {
     return out;
   }
   void matrix(Matrix6& out) const {
-    const Matrix3 c = skew(com);
-    out.topLeftCorner<3, 3>() = inertia_com - mass * c * c;
-    out.topRightCorner<3, 3>() = mass * c;
-    out.bottomLeftCorner<3, 3>() = -mass * c;
-    out.bottomRightCorner<3, 3>() = mass * Matrix3::Identity();
+    // I_c + m c̃ c̃ᵀ = I_c + m (|c|² 1 − c cᵀ), written entry by entry: this sits in every sweep
+    const Vector3 h = mass * com;
+    const double hx = h.x(), hy = h.y(), hz = h.z();
+    const double cx = com.x(), cy = com.y(), cz = com.z();
+    const Matrix3& ic = inertia_com;
+    out(0, 0) = ic(0, 0) + hy * cy + hz * cz;
+    out(1, 1) = ic(1, 1) + hx * cx + hz * cz;
+    out(2, 2) = ic(2, 2) + hx * cx + hy * cy;
+    out(1, 0) = out(0, 1) = ic(0, 1) - hx * cy;
+    out(2, 0) = out(0, 2) = ic(0, 2) - hx * cz;
+    out(2, 1) = out(1, 2) = ic(1, 2) - hy * cz;
+    // m c̃ (top right) and its transpose (bottom left)
+    out(0, 3) = 0.0;  out(0, 4) = -hz;  out(0, 5) = hy;
+    out(1, 3) = hz;   out(1, 4) = 0.0;  out(1, 5) = -hx;
+    out(2, 3) = -hy;  out(2, 4) = hx;   out(2, 5) = 0.0;
+    out.bottomLeftCorner<3, 3>() = out.topRightCorner<3, 3>().transpose();
+    out.bottomRightCorner<3, 3>().setZero();
+    out(3, 3) = out(4, 4) = out(5, 5) = mass;
   }
 
   /// f = I v for a motion vector v about F's origin: f_lin = m (v + ω × c), n = I_c ω + c × f_lin.

@@ -1,0 +1,161 @@
+#include "client/cli/app.h"
+
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <new>
+
+#include <CLI/CLI.hpp>
+
+#include "client/cli/commands.h"
+#include "client/cli/text.h"
+#include "engine/io/model_loader.h"
+
+#ifndef HILSIM_VERSION
+#define HILSIM_VERSION "unknown"
+#endif
+
+namespace hilsim::cli {
+namespace {
+
+/// Parses a number option given as text, so that "abc", "nan" and "1e999" all get the same clear
+/// message (CLI11 would accept "nan").
+double numberOption(const std::string& text, const std::string& option_name) {
+  const auto value = parseNumber(text);
+  if (!value) throw CliError(option_name + ": not a number: '" + text + "'", kExitUsage);
+  if (!std::isfinite(*value)) throw CliError(option_name + ": not finite: '" + text + "'", kExitUsage);
+  return *value;
+}
+
+std::string defaultModelOrEmpty() {
+  try {
+    return defaultModelName();
+  } catch (...) {
+    return "iiwa14";
+  }
+}
+
+}  // namespace
+
+std::string versionString() { return std::string("hilsim ") + HILSIM_VERSION; }
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    CLI::App app("hilsim: offline tools of the hilsim multibody simulation service "
+                 "(model info, batch dynamics, simulation). See docs/CLI.md.",
+                 "hilsim");
+    app.set_version_flag("--version", versionString());
+    app.require_subcommand(1);
+    app.fallthrough(false);
+
+    // hilsim info
+    std::string info_model;
+    bool info_json = false;
+    CLI::App* info = app.add_subcommand("info", "Describe a model: sizes, mass, gravity, joints");
+    info->add_option("-m,--model", info_model, "Model file (.urdf, .yaml) or bundled model name")
+        ->required();
+    info->add_flag("--json", info_json, "Print one JSON document instead of text");
+
+    // hilsim models
+    CLI::App* models = app.add_subcommand("models", "List the bundled models (default first)");
+
+    // hilsim eval
+    std::string eval_model, eval_solver = "aba", eval_input, eval_output;
+    bool eval_inverse = false;
+    CLI::App* eval = app.add_subcommand(
+        "eval", "Batch dynamics over a CSV file: rows q,v,tau -> qdd (or q,v,qdd -> tau)");
+    eval->add_option("-m,--model", eval_model, "Model file or bundled model name")->required();
+    eval->add_option("-s,--solver", eval_solver, "Forward-dynamics formulation: aba or crba")
+        ->capture_default_str();
+    eval->add_option("-i,--input", eval_input, "Input CSV (header row, then q, v, tau per row)")
+        ->required();
+    eval->add_option("-o,--output", eval_output, "Output CSV (header row, then qdd or tau per row)")
+        ->required();
+    eval->add_flag("--inverse", eval_inverse,
+                   "Inverse dynamics (RNEA): rows q, v, qdd -> tau; --solver is ignored");
+
+    // hilsim simulate
+    std::string sim_model = defaultModelOrEmpty(), sim_solver = "aba", sim_integrator = "rk4";
+    std::string sim_dt = "0.001", sim_duration = "1.0", sim_output, sim_q0, sim_v0;
+    CLI::App* sim = app.add_subcommand(
+        "simulate", "Simulate from rest under zero joint forces; print a timing/energy summary");
+    sim->add_option("-m,--model", sim_model, "Model file or bundled model name")
+        ->capture_default_str();
+    sim->add_option("-s,--solver", sim_solver, "Forward-dynamics formulation: aba or crba")
+        ->capture_default_str();
+    sim->add_option("-I,--integrator", sim_integrator, "Integrator: rk4 or euler (semi-implicit)")
+        ->capture_default_str();
+    sim->add_option("--dt", sim_dt, "Time step [s], > 0")->capture_default_str()->type_name("SECONDS");
+    sim->add_option("-T,--duration", sim_duration, "Simulated time [s], >= 0")
+        ->capture_default_str()
+        ->type_name("SECONDS");
+    sim->add_option("-o,--output", sim_output, "Trajectory CSV: t, q..., v..., energy per step");
+    sim->add_option("--q0", sim_q0, "Initial configuration: nq comma-separated values")
+        ->type_name("LIST");
+    sim->add_option("--v0", sim_v0, "Initial velocity: nv comma-separated values")->type_name("LIST");
+
+    // a first word that is neither an option nor a command: say so (CLI11 would only say that a
+    // command is required)
+    if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
+        args.front() != "info" && args.front() != "models" && args.front() != "eval" &&
+        args.front() != "simulate") {
+      throw CliError("unknown command '" + args.front() +
+                         "' (expected info, models, eval or simulate; see hilsim --help)",
+                     kExitUsage);
+    }
+
+    // CLI11 wants argv order with the program name removed: parse(vector) takes them reversed
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+      app.parse(reversed);
+    } catch (const CLI::Success& e) {
+      return app.exit(e, out, err);  // --help, --version
+    } catch (const CLI::ParseError& e) {
+      err << "hilsim: error: " << oneLine(e.what()) << " (see hilsim --help)\n";
+      return kExitUsage;
+    }
+
+    if (info->parsed()) {
+      const auto model = loadModelOrThrow(info_model);
+      writeModelInfo(*model, info_json, out, modelSource(info_model));
+    } else if (models->parsed()) {
+      writeBundledModels(out);
+    } else if (eval->parsed()) {
+      const Formulation formulation = parseSolverOrThrow(eval_solver);
+      const auto model = loadModelOrThrow(eval_model);
+      evalCsv(*model, formulation, eval_inverse, eval_input, eval_output);
+    } else if (sim->parsed()) {
+      SimulateOptions options;
+      options.formulation = parseSolverOrThrow(sim_solver);
+      options.integrator = parseIntegratorOrThrow(sim_integrator);
+      options.dt = numberOption(sim_dt, "--dt");
+      options.duration = numberOption(sim_duration, "--duration");
+      options.q0 = sim_q0;
+      options.v0 = sim_v0;
+      options.output = sim_output;
+      if (options.dt <= 0.0) throw CliError("--dt must be > 0, got " + sim_dt, kExitUsage);
+      if (options.duration < 0.0) {
+        throw CliError("--duration must be >= 0, got " + sim_duration, kExitUsage);
+      }
+      const auto model = loadModelOrThrow(sim_model);
+      const SimulateSummary summary = simulate(model, options);
+      writeSimulateSummary(*model, options, summary, out);
+    }
+    out.flush();
+    return kExitOk;
+  } catch (const CliError& e) {
+    err << "hilsim: error: " << oneLine(e.what()) << "\n";
+    return e.exitCode();
+  } catch (const std::bad_alloc&) {
+    err << "hilsim: error: out of memory\n";
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    err << "hilsim: error: " << oneLine(e.what()) << "\n";
+    return kExitFailure;
+  } catch (...) {
+    err << "hilsim: error: unexpected failure\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace hilsim::cli

@@ -1,0 +1,432 @@
+#include "client/cli/commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "client/cli/csv.h"
+#include "client/cli/text.h"
+#include "engine/algorithms/rnea.h"
+#include "engine/io/model_loader.h"
+
+namespace hilsim::cli {
+namespace {
+
+/// Checks that every quaternion in q (spherical and free joints) has a norm within
+/// kQuaternionNormTol of 1 and renormalises it; `where` prefixes the error message.
+void checkQuaternions(const Model& model, Eigen::VectorXd& q, const std::string& where,
+                      const std::string& column_prefix) {
+  for (int i = 1; i < model.nbodies; ++i) {
+    int offset = -1;
+    if (model.joints[i].type == JointType::kSpherical) offset = model.idx_q[i];
+    if (model.joints[i].type == JointType::kFreeFlyer) offset = model.idx_q[i] + 3;
+    if (offset < 0) continue;
+    auto quaternion = q.segment<4>(offset);
+    const double norm = quaternion.norm();
+    if (!(std::abs(norm - 1.0) <= kQuaternionNormTol)) {
+      char norm_text[32];
+      std::snprintf(norm_text, sizeof(norm_text), "%.9g", norm);
+      throw CliError(where + "quaternion of joint '" + model.joint_names[i] + "' (" +
+                     column_prefix + std::to_string(offset + 1) + "-" +
+                     std::to_string(offset + 4) + ") has norm " + norm_text +
+                     ", expected 1 within " + formatNumber(kQuaternionNormTol));
+    }
+    quaternion /= norm;
+  }
+}
+
+std::vector<std::string> prefixed(const std::string& prefix, const std::vector<std::string>& labels) {
+  std::vector<std::string> out;
+  out.reserve(labels.size());
+  for (const auto& label : labels) out.push_back(prefix + label);
+  return out;
+}
+
+/// Per-dof values of joint i: "x" when all equal, else "x/y/z".
+std::string dofValues(const Model& model, const Eigen::VectorXd& values, int i) {
+  const int start = model.idx_v[i];
+  const int n = model.nv_joint[i];
+  bool uniform = true;
+  for (int k = 1; k < n; ++k) uniform = uniform && values[start + k] == values[start];
+  if (n == 0) return "-";
+  if (uniform) return formatNumber(values[start]);
+  std::string out;
+  for (int k = 0; k < n; ++k) {
+    if (k > 0) out += "/";
+    out += formatNumber(values[start + k]);
+  }
+  return out;
+}
+
+std::string jsonDofArray(const Model& model, const Eigen::VectorXd& values, int i) {
+  std::string out = "[";
+  for (int k = 0; k < model.nv_joint[i]; ++k) {
+    if (k > 0) out += ", ";
+    out += jsonNumber(values[model.idx_v[i] + k]);
+  }
+  return out + "]";
+}
+
+std::string jsonVector3(const Vector3& v) {
+  return "[" + jsonNumber(v.x()) + ", " + jsonNumber(v.y()) + ", " + jsonNumber(v.z()) + "]";
+}
+
+std::string range(int start, int count) {
+  return std::to_string(start) + ":" + std::to_string(start + count);
+}
+
+void writeJsonInfo(const Model& model, const std::string& source, std::ostream& out) {
+  std::string s = "{\n";
+  s += "  \"name\": " + jsonString(model.name) + ",\n";
+  if (!source.empty()) s += "  \"source\": " + jsonString(source) + ",\n";
+  s += "  \"nq\": " + std::to_string(model.nq) + ",\n";
+  s += "  \"nv\": " + std::to_string(model.nv) + ",\n";
+  s += "  \"nbodies\": " + std::to_string(model.nbodies) + ",\n";
+  s += "  \"total_mass\": " + jsonNumber(model.totalMass()) + ",\n";
+  s += "  \"gravity\": " + jsonVector3(model.gravity) + ",\n";
+  s += "  \"joints\": [";
+  for (int i = 1; i < model.nbodies; ++i) {
+    s += i > 1 ? ",\n" : "\n";
+    const int parent = model.parent[i];
+    s += "    {\n";
+    s += "      \"index\": " + std::to_string(i) + ",\n";
+    s += "      \"name\": " + jsonString(model.joint_names[i]) + ",\n";
+    s += "      \"type\": " + jsonString(jointTypeName(model.joints[i].type)) + ",\n";
+    s += "      \"body\": " + jsonString(model.body_names[i]) + ",\n";
+    s += "      \"parent\": " + jsonString(model.body_names[parent]) + ",\n";
+    s += "      \"parent_index\": " + std::to_string(parent) + ",\n";
+    s += "      \"q_index\": " + std::to_string(model.idx_q[i]) + ",\n";
+    s += "      \"nq\": " + std::to_string(model.nq_joint[i]) + ",\n";
+    s += "      \"v_index\": " + std::to_string(model.idx_v[i]) + ",\n";
+    s += "      \"nv\": " + std::to_string(model.nv_joint[i]) + ",\n";
+    s += "      \"axis\": " + jsonVector3(model.joints[i].axis) + ",\n";
+    s += "      \"mass\": " + jsonNumber(model.inertias[i].mass) + ",\n";
+    s += "      \"damping\": " + jsonDofArray(model, model.damping, i) + ",\n";
+    s += "      \"armature\": " + jsonDofArray(model, model.armature, i) + ",\n";
+    s += "      \"lower_limit\": " + jsonDofArray(model, model.lower_limit, i) + ",\n";
+    s += "      \"upper_limit\": " + jsonDofArray(model, model.upper_limit, i) + ",\n";
+    s += "      \"velocity_limit\": " + jsonDofArray(model, model.velocity_limit, i) + ",\n";
+    s += "      \"effort_limit\": " + jsonDofArray(model, model.effort_limit, i) + "\n";
+    s += "    }";
+  }
+  s += model.nbodies > 1 ? "\n  ],\n" : "],\n";
+  s += "  \"frames\": [";
+  for (std::size_t f = 0; f < model.frames.size(); ++f) {
+    const Frame& frame = model.frames[f];
+    s += f > 0 ? ",\n" : "\n";
+    s += "    {\"name\": " + jsonString(frame.name) + ", \"body\": " +
+         jsonString(model.body_names[frame.body]) + "}";
+  }
+  s += model.frames.empty() ? "]\n" : "\n  ]\n";
+  s += "}\n";
+  out << s;
+}
+
+void writeTextInfo(const Model& model, const std::string& source, std::ostream& out) {
+  out << "model     " << model.name << "\n";
+  if (!source.empty()) out << "source    " << source << "\n";
+  out << "nq        " << model.nq << "\n";
+  out << "nv        " << model.nv << "\n";
+  out << "nbodies   " << model.nbodies << " (world + " << model.nbodies - 1 << " moving)\n";
+  out << "mass      " << formatNumber(model.totalMass()) << " kg\n";
+  out << "gravity   " << formatNumber(model.gravity.x()) << " " << formatNumber(model.gravity.y())
+      << " " << formatNumber(model.gravity.z()) << " m/s^2\n";
+  out << "frames    " << model.frames.size() << "\n";
+  out << "joints    " << model.nbodies - 1 << "  (q, v: index ranges start:end, end exclusive)\n";
+
+  std::vector<std::vector<std::string>> table;
+  table.push_back({"#", "joint", "type", "q", "v", "body", "parent", "mass", "damping",
+                   "armature", "lower", "upper", "velocity", "effort"});
+  for (int i = 1; i < model.nbodies; ++i) {
+    table.push_back({std::to_string(i), model.joint_names[i],
+                     std::string(jointTypeName(model.joints[i].type)),
+                     range(model.idx_q[i], model.nq_joint[i]),
+                     range(model.idx_v[i], model.nv_joint[i]), model.body_names[i],
+                     model.body_names[model.parent[i]], formatNumber(model.inertias[i].mass),
+                     dofValues(model, model.damping, i), dofValues(model, model.armature, i),
+                     dofValues(model, model.lower_limit, i), dofValues(model, model.upper_limit, i),
+                     dofValues(model, model.velocity_limit, i),
+                     dofValues(model, model.effort_limit, i)});
+  }
+  std::vector<std::size_t> width(table.front().size(), 0);
+  for (const auto& row : table) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : table) {
+    std::string line = " ";
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += " " + row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size(), ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+std::string fixed(double value, int precision) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", precision, value);
+  return buffer;
+}
+
+std::string general(double value, int precision = 10) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+  return buffer;
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name) {
+  if (trim(path_or_name).empty()) throw CliError("--model is empty", 2);
+  try {
+    return std::make_shared<const Model>(loadModel(path_or_name));
+  } catch (const ModelError& e) {
+    throw CliError(oneLine(e.what()));
+  } catch (const std::exception& e) {
+    throw CliError("cannot load model '" + path_or_name + "': " + oneLine(e.what()));
+  }
+}
+
+Formulation parseSolverOrThrow(const std::string& name) {
+  if (const auto f = parseFormulation(name)) return *f;
+  throw CliError("unknown solver '" + name + "' (expected aba or crba)", 2);
+}
+
+Integrator parseIntegratorOrThrow(const std::string& name) {
+  if (const auto i = parseIntegrator(name)) return *i;
+  throw CliError("unknown integrator '" + name + "' (expected euler or rk4)", 2);
+}
+
+void writeModelInfo(const Model& model, bool json, std::ostream& out, const std::string& source) {
+  if (json) {
+    writeJsonInfo(model, source, out);
+  } else {
+    writeTextInfo(model, source, out);
+  }
+}
+
+std::string modelSource(const std::string& path_or_name) {
+  // as loadModel: a model file extension means a path, anything else may be a bundled name
+  for (const char* extension : {".urdf", ".yaml", ".yml", ".URDF", ".YAML", ".YML"}) {
+    if (path_or_name.ends_with(extension)) return path_or_name;
+  }
+  const std::string bundled = bundledModelPath(path_or_name);
+  return bundled.empty() ? path_or_name : bundled;
+}
+
+void writeBundledModels(std::ostream& out) {
+  const std::string default_name = defaultModelName();
+  std::size_t width = 0;
+  for (const auto& name : bundledModelNames()) width = std::max(width, name.size());
+  for (const auto& name : bundledModelNames()) {
+    const std::string path = bundledModelPath(name);
+    out << name << std::string(width - name.size() + 2, ' ')
+        << (path.empty() ? std::string("(not found)") : path)
+        << (name == default_name ? "  (default)" : "") << "\n";
+  }
+}
+
+int evalCsv(const Model& model, Formulation formulation, bool inverse,
+            const std::string& input_path, const std::string& output_path) {
+  const auto q_labels = coordinateLabels(model, false);
+  const auto v_labels = coordinateLabels(model, true);
+  const std::string in_prefix = inverse ? "qdd_" : "tau_";
+  const std::string out_prefix = inverse ? "tau_" : "qdd_";
+  std::vector<std::string> labels = prefixed("q_", q_labels);
+  for (const auto& l : prefixed("v_", v_labels)) labels.push_back(l);
+  for (const auto& l : prefixed(in_prefix, v_labels)) labels.push_back(l);
+
+  const NumericTable table = readNumericCsv(input_path, labels);
+
+  const int nq = model.nq;
+  const int nv = model.nv;
+  Data data(model);
+  Eigen::VectorXd q(nq), v(nv), x(nv);
+  std::string text;
+  appendCsvHeader(text, out_prefix, v_labels);
+  for (int r = 0; r < table.rows(); ++r) {
+    const double* row = table.row(r);
+    q = Eigen::Map<const Eigen::VectorXd>(row, nq);
+    v = Eigen::Map<const Eigen::VectorXd>(row + nq, nv);
+    x = Eigen::Map<const Eigen::VectorXd>(row + nq + nv, nv);
+    const std::string where = input_path + ":" + std::to_string(table.line_numbers[r]) + ": ";
+    checkQuaternions(model, q, where, "columns ");
+    const Eigen::VectorXd& result =
+        inverse ? rnea(model, data, q, v, x) : forwardDynamics(formulation, model, data, q, v, x);
+    if (!result.allFinite()) {
+      throw CliError(where + (inverse ? "inverse" : "forward") +
+                     " dynamics gave a non-finite result (singular mass matrix?)");
+    }
+    appendCsvRow(text, result.data(), nv);
+  }
+
+  OutputFile output(output_path);
+  output.write(text);
+  output.close();
+  return table.rows();
+}
+
+double SimulateSummary::relativeEnergyDrift() const {
+  if (std::abs(initial_energy) < 1e-12) return std::nan("");
+  return (final_energy - initial_energy) / std::abs(initial_energy);
+}
+
+Eigen::VectorXd parseVectorOption(const std::string& text, int expected,
+                                  const std::string& option_name) {
+  std::vector<double> values;
+  std::size_t start = 0;
+  int index = 0;
+  while (true) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view field = std::string_view(text).substr(start, end - start);
+    ++index;
+    const auto value = parseNumber(field);
+    if (!value) {
+      throw CliError(option_name + ": value " + std::to_string(index) + " is not a number: '" +
+                         std::string(trim(field)) + "'",
+                     2);
+    }
+    if (!std::isfinite(*value)) {
+      throw CliError(option_name + ": value " + std::to_string(index) + " is not finite", 2);
+    }
+    values.push_back(*value);
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  if (static_cast<int>(values.size()) != expected) {
+    throw CliError(option_name + ": expected " + std::to_string(expected) + " comma-separated values, got " +
+                       std::to_string(values.size()),
+                   2);
+  }
+  return Eigen::Map<const Eigen::VectorXd>(values.data(), expected);
+}
+
+SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const Model& model = *model_ptr;
+  if (!std::isfinite(options.dt) || options.dt <= 0.0) {
+    throw CliError("--dt must be a finite number > 0, got " + formatNumber(options.dt), 2);
+  }
+  if (!std::isfinite(options.duration) || options.duration < 0.0) {
+    throw CliError("--duration must be a finite number >= 0, got " + formatNumber(options.duration),
+                   2);
+  }
+  const double step_count = std::round(options.duration / options.dt);
+  constexpr double kMaxSteps = 1e12;
+  if (step_count > kMaxSteps) {
+    throw CliError("--duration / --dt gives " + general(step_count, 3) + " steps (at most " +
+                       general(kMaxSteps, 3) + ")",
+                   2);
+  }
+
+  Eigen::VectorXd q = model.neutralConfiguration();
+  Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
+  if (!options.q0.empty()) {
+    q = parseVectorOption(options.q0, model.nq, "--q0");
+    try {
+      checkQuaternions(model, q, "--q0: ", "values ");
+    } catch (const CliError& e) {
+      throw CliError(e.what(), 2);
+    }
+  }
+  if (!options.v0.empty()) v = parseVectorOption(options.v0, model.nv, "--v0");
+
+  Simulator sim(model_ptr, options.formulation, options.integrator, options.dt);
+  sim.setState(q, v);
+  const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
+
+  SimulateSummary summary;
+  summary.steps = static_cast<long long>(step_count);
+  summary.initial_energy = sim.energy();
+
+  const auto wall_start = Clock::now();
+  std::unique_ptr<OutputFile> output;
+  std::string buffer;
+  Eigen::VectorXd row(1 + model.nq + model.nv + 1);
+  long long step_index = 0;
+  auto appendState = [&]() {
+    row[0] = static_cast<double>(step_index) * options.dt;  // exact multiples, not a running sum
+    row.segment(1, model.nq) = sim.q();
+    row.segment(1 + model.nq, model.nv) = sim.v();
+    row[row.size() - 1] = sim.energy();
+    appendCsvRow(buffer, row.data(), static_cast<int>(row.size()));
+    ++summary.rows_written;
+    if (buffer.size() > (1u << 20)) {
+      output->write(buffer);
+      buffer.clear();
+    }
+  };
+  if (!options.output.empty()) {
+    output = std::make_unique<OutputFile>(options.output);
+    buffer = "t,";
+    std::string header;
+    appendCsvHeader(header, "q_", coordinateLabels(model, false));
+    header.pop_back();
+    buffer += header + ",";
+    header.clear();
+    appendCsvHeader(header, "v_", coordinateLabels(model, true));
+    header.pop_back();
+    buffer += header + ",energy\n";
+    appendState();
+  }
+
+  Clock::duration stepping{};
+  for (long long k = 0; k < summary.steps; ++k) {
+    step_index = k + 1;
+    const auto t0 = Clock::now();
+    sim.step(tau);
+    stepping += Clock::now() - t0;
+    if (!sim.q().allFinite() || !sim.v().allFinite()) {
+      throw CliError("simulation diverged at step " + std::to_string(k + 1) + " (t = " +
+                     general(sim.time()) + " s): non-finite state; try a smaller --dt");
+    }
+    if (output) appendState();
+  }
+  if (output) {
+    output->write(buffer);
+    output->close();
+  }
+  summary.wall_time = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  summary.step_time = std::chrono::duration<double>(stepping).count();
+  summary.simulated_time = static_cast<double>(summary.steps) * options.dt;
+  summary.final_energy = sim.energy();
+  summary.q = sim.q();
+  summary.v = sim.v();
+  return summary;
+}
+
+void writeSimulateSummary(const Model& model, const SimulateOptions& options,
+                          const SimulateSummary& summary, std::ostream& out) {
+  std::ostringstream s;
+  s << "model            " << model.name << " (nq " << model.nq << ", nv " << model.nv << ", "
+    << model.nbodies << " bodies)\n";
+  s << "solver           " << formulationName(options.formulation) << "\n";
+  s << "integrator       " << integratorName(options.integrator) << "\n";
+  s << "dt               " << general(options.dt) << " s\n";
+  s << "steps            " << summary.steps << " (" << general(summary.simulated_time)
+    << " s simulated)\n";
+  s << "wall time        " << fixed(summary.wall_time, 6) << " s\n";
+  s << "step time        " << fixed(summary.step_time, 6) << " s, mean "
+    << fixed(summary.meanStepNs(), 0) << " ns per step\n";
+  s << "realtime factor  " << (summary.step_time > 0 ? fixed(summary.realtimeFactor(), 1) : "-")
+    << "\n";
+  const double drift = summary.relativeEnergyDrift();
+  s << "energy           initial " << general(summary.initial_energy) << " J, final "
+    << general(summary.final_energy) << " J, relative drift "
+    << (std::isnan(drift) ? std::string("n/a") : general(drift, 3))
+    << (model.damping.size() > 0 && model.damping.maxCoeff() > 0.0
+            ? " (joint damping dissipates energy)"
+            : "")
+    << "\n";
+  s << "final state      |q| " << general(summary.q.norm(), 6) << ", |v| "
+    << general(summary.v.norm(), 6) << "\n";
+  if (!options.output.empty()) {
+    s << "trajectory       " << options.output << " (" << summary.rows_written << " rows)\n";
+  }
+  out << s.str();
+}
+
+}  // namespace hilsim::cli

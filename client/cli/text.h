@@ -1,0 +1,57 @@
+// Text helpers of the `hilsim` CLI: number parsing and formatting, JSON strings, column names.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/model/model.h"
+
+namespace hilsim::cli {
+
+/// A problem the CLI reports as one line on stderr, then exits with `exit_code`: 2 for a misuse of
+/// the command line (unknown solver, dt ≤ 0, ...), 1 for everything else (files, models, data).
+class CliError : public std::runtime_error {
+ public:
+  explicit CliError(const std::string& message, int exit_code = 1)
+      : std::runtime_error(message), exit_code_(exit_code) {}
+  int exitCode() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// Largest accepted deviation of a quaternion's norm from 1 in any input (CSV rows, --q0); inputs
+/// within it are renormalised, inputs beyond it are rejected.
+inline constexpr double kQuaternionNormTol = 1e-6;
+
+/// `text` without leading and trailing spaces, tabs and carriage returns.
+std::string_view trim(std::string_view text);
+
+/// Parses one decimal floating-point number (optional sign, exponent; surrounding blanks allowed).
+/// std::nullopt if `text` is not exactly one number. "nan" and "inf" parse (check with isfinite).
+std::optional<double> parseNumber(std::string_view text);
+
+/// Shortest text that reads back to exactly `value` ("0.1", "1e-300", "nan", "inf").
+std::string formatNumber(double value);
+
+/// Appends formatNumber(value) to `out` without a temporary string.
+void appendNumber(std::string& out, double value);
+
+/// `text` as a JSON string literal, quotes included (", \ and control characters escaped).
+std::string jsonString(std::string_view text);
+
+/// `value` as a JSON number; non-finite values become null (JSON has no inf or nan).
+std::string jsonNumber(double value);
+
+/// Column labels of the coordinates of every joint in model order: the joint name for a 1-DoF
+/// joint, `<joint>_<k>` (k = 0, 1, …) for each coordinate of a multi-coordinate joint.
+/// `velocity` selects v / q̈ / τ coordinates (nv labels), otherwise q (nq labels).
+std::vector<std::string> coordinateLabels(const Model& model, bool velocity);
+
+/// Replaces newlines in `message` by "; " so that every report stays on one line.
+std::string oneLine(std::string_view message);
+
+}  // namespace hilsim::cli

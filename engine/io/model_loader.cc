@@ -1,0 +1,106 @@
+// loadModel: dispatch by file extension, and resolution of bundled model names.
+#include "engine/io/model_loader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
+namespace hilsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every file in config/models that loads on its own, default first. A name resolves to
+// <name>.yaml, <name>.yml or <name>.urdf in the first search directory that has one.
+const std::vector<std::string>& bundledNames() {
+  // default first (the 7-DoF arm); quadruped, humanoid and talos are YAML floating-base
+  // wrappers over solo12, simple_humanoid and talos_full_v2
+  static const std::vector<std::string> names = {
+      "iiwa14",   "panda",           "ur5",   "quadruped",     "solo12",   "anymal_b",
+      "humanoid", "simple_humanoid", "talos", "talos_full_v2", "pendulum", "double_pendulum"};
+  return names;
+}
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A bundled name is a plain file stem, never a path.
+bool isPlainName(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+std::vector<fs::path> searchDirectories() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("HILSIM_MODEL_PATH")) {
+    // colon-separated, like PATH
+    const std::string value = env;
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      const std::size_t end = std::min(value.find(':', start), value.size());
+      if (end > start) dirs.emplace_back(value.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+#ifdef HILSIM_MODEL_DIR
+  dirs.emplace_back(HILSIM_MODEL_DIR);
+#endif
+  // installed layout: <prefix>/bin/<exe> and <prefix>/share/hilsim/models
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path() / ".." / "share" / "hilsim" / "models");
+  return dirs;
+}
+
+Model loadFile(const std::string& path, const std::string& extension) {
+  if (extension == ".urdf") return loadUrdf(path);
+  return loadYaml(path);
+}
+
+}  // namespace
+
+std::vector<std::string> bundledModelNames() { return bundledNames(); }
+
+std::string defaultModelName() { return bundledNames().front(); }
+
+std::string bundledModelPath(const std::string& name) {
+  if (!isPlainName(name)) return {};
+  for (const fs::path& dir : searchDirectories()) {
+    for (const char* extension : {".yaml", ".yml", ".urdf"}) {
+      const fs::path candidate = dir / (name + extension);
+      std::error_code ec;
+      if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
+    }
+  }
+  return {};
+}
+
+Model loadModel(const std::string& path_or_name) {
+  const std::string extension = lowercase(fs::path(path_or_name).extension().string());
+  if (extension == ".urdf" || extension == ".yaml" || extension == ".yml")
+    return loadFile(path_or_name, extension);
+  if (const std::string path = bundledModelPath(path_or_name); !path.empty())
+    return loadFile(path, lowercase(fs::path(path).extension().string()));
+
+  std::string names;
+  for (const std::string& n : bundledNames()) names += (names.empty() ? "" : ", ") + n;
+  std::error_code ec;
+  if (!path_or_name.empty() && fs::exists(path_or_name, ec))
+    throw ModelError("'" + path_or_name +
+                     "': unknown model file type (expected .urdf, .yaml or "
+                     ".yml)");
+  throw ModelError("unknown model '" + path_or_name +
+                   "': not a .urdf/.yaml/.yml file nor a "
+                   "bundled model (bundled: " +
+                   names + ")");
+}
+
+}  // namespace hilsim

@@ -1,0 +1,447 @@
+// Native YAML model format → Model (format reference: docs/MODEL_FORMAT.md). The reader is strict:
+// unknown keys, duplicate keys, wrong types and non-finite numbers are errors, each reported as
+// "<file>:<line>: <element>: <what>" so that a typo never silently changes the model.
+#include <yaml-cpp/yaml.h>
+
+#include <Eigen/Geometry>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <sstream>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/io/loader_util.h"
+#include "engine/io/model_loader.h"
+#include "engine/model/model_builder.h"
+
+namespace hilsim {
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+using Keys = std::span<const std::string_view>;
+
+// Top-level keys and their meaning are listed in docs/MODEL_FORMAT.md; keep the two in sync.
+constexpr std::string_view kTopLevelKeys[] = {"version", "name", "gravity",
+                                              "bodies",  "urdf", "floating_base"};
+// Reserved for later versions, so that files written for them fail with a clear message here.
+constexpr std::string_view kReservedTopLevelKeys[] = {"loop_closures", "force_elements"};
+constexpr std::string_view kBodyKeys[] = {"name", "parent", "joint", "placement", "inertia"};
+constexpr std::string_view kReservedBodyKeys[] = {"flexible"};
+constexpr std::string_view kJointKeys[] = {"type", "name", "axis", "damping", "armature", "limits"};
+constexpr std::string_view kLimitKeys[] = {"lower", "upper", "velocity", "effort"};
+constexpr std::string_view kPlacementKeys[] = {"xyz", "rpy", "quaternion"};
+constexpr std::string_view kInertiaKeys[] = {"mass", "com", "inertia"};
+
+bool contains(Keys keys, std::string_view key) {
+  for (std::string_view k : keys)
+    if (k == key) return true;
+  return false;
+}
+
+std::string listOf(Keys keys) {
+  std::string out;
+  for (std::string_view k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
+// "body 'arm'" + "joint" → "body 'arm': joint"; "joint" + "axis" → "joint.axis".
+std::string childPath(const std::string& path, const std::string& key) {
+  if (path.empty()) return key;
+  return path + (path.back() == '\'' ? ": " : ".") + key;
+}
+
+std::string formatNumber(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+// A checked mapping: known keys only, each once.
+struct Mapping {
+  YAML::Node node;
+  std::string path;
+  std::map<std::string, YAML::Node> values;
+
+  bool has(const std::string& key) const { return values.count(key) != 0; }
+  const YAML::Node& at(const std::string& key) const { return values.at(key); }
+};
+
+struct ParsedBody {
+  BodySpec spec;
+  YAML::Node node;
+  YAML::Node parent_node;
+  YAML::Node inertia_node;
+  std::string path;
+};
+
+class YamlModelReader {
+ public:
+  YamlModelReader(std::string source, std::string base_directory)
+      : source_(std::move(source)), base_directory_(std::move(base_directory)) {}
+
+  Model read(const YAML::Node& root) const {
+    if (!root.IsDefined() || root.IsNull())
+      fail(root, "", "the file is empty; expected a mapping with 'bodies' or 'urdf'");
+    const Mapping top = mapping(root, "", kTopLevelKeys, kReservedTopLevelKeys);
+    if (top.has("version")) {
+      const double version = number(top.at("version"), "version");
+      if (version != std::floor(version) || version < 1)
+        fail(top.at("version"), "version", "must be the integer " + std::to_string(kFormatVersion));
+      if (version > kFormatVersion)
+        fail(top.at("version"), "version",
+             "format version " + formatNumber(version) + " is newer than this loader (supports " +
+                 std::to_string(kFormatVersion) + ")");
+    }
+    if (top.has("urdf") && top.has("bodies"))
+      fail(top.at("bodies"), "bodies",
+           "cannot be combined with 'urdf' (a file is either a native model or a URDF wrapper)");
+    if (top.has("floating_base") && !top.has("urdf"))
+      fail(top.at("floating_base"), "floating_base",
+           "only applies to a 'urdf' wrapper; a native model declares a 'free' joint instead");
+
+    Model model;
+    if (top.has("urdf")) {
+      model = readUrdfWrapper(top);
+    } else if (top.has("bodies")) {
+      model = readBodies(top);
+    } else {
+      fail(root, "", "expected 'bodies' (a native model) or 'urdf' (a URDF wrapper)");
+    }
+    if (top.has("name")) model.name = text(top.at("name"), "name");
+    if (top.has("gravity")) model.gravity = vector3(top.at("gravity"), "gravity");
+    return model;
+  }
+
+ private:
+  // --- errors ---
+
+  std::string location(const YAML::Node& at) const {
+    if (!at.IsDefined()) return source_;
+    const YAML::Mark mark = at.Mark();
+    if (mark.is_null()) return source_;
+    return source_ + ":" + std::to_string(mark.line + 1);
+  }
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& path,
+                         const std::string& what) const {
+    throw ModelError(location(at) + ": " + (path.empty() ? "" : path + ": ") + what);
+  }
+
+  // --- typed access ---
+
+  Mapping mapping(const YAML::Node& node, const std::string& path, Keys allowed,
+                  Keys reserved = {}) const {
+    if (!node.IsMap()) fail(node, path, "expected a mapping (key: value, ...)");
+    Mapping m{node, path, {}};
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node key_node = it->first;
+      if (!key_node.IsScalar()) fail(key_node, path, "keys must be plain strings");
+      const std::string key = key_node.Scalar();
+      if (contains(reserved, key))
+        fail(key_node, path,
+             "key '" + key +
+                 "' is reserved for a later version of the format "
+                 "and not supported yet");
+      if (!contains(allowed, key))
+        fail(key_node, path,
+             std::string(path.empty() ? "unknown top-level key" : "unknown key") + " '" + key +
+                 "' (expected one of: " + listOf(allowed) + ")");
+      if (!m.values.emplace(key, it->second).second)
+        fail(key_node, path, "duplicate key '" + key + "'");
+    }
+    return m;
+  }
+
+  const YAML::Node& required(const Mapping& m, const std::string& key) const {
+    if (!m.has(key)) fail(m.node, m.path, "missing required key '" + key + "'");
+    return m.at(key);
+  }
+
+  double number(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar()) fail(node, path, "expected a number");
+    const std::string& s = node.Scalar();
+    double x = 0.0;
+    if (!YAML::convert<double>::decode(node, x)) {
+      std::string lower;
+      for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!lower.empty() && (lower[0] == '+' || lower[0] == '-')) lower.erase(0, 1);
+      if (lower == "nan" || lower == "inf" || lower == "infinity")
+        fail(node, path, "must be a finite number, got '" + s + "'");
+      fail(node, path, "expected a finite number, got '" + s + "'");
+    }
+    if (!std::isfinite(x)) fail(node, path, "must be a finite number, got '" + s + "'");
+    return x;
+  }
+
+  Eigen::VectorXd numbers(const YAML::Node& node, const std::string& path, int n) const {
+    if (!node.IsSequence() || static_cast<int>(node.size()) != n)
+      fail(node, path, "expected a list of " + std::to_string(n) + " numbers");
+    Eigen::VectorXd out(n);
+    for (int k = 0; k < n; ++k) out(k) = number(node[k], path + "[" + std::to_string(k) + "]");
+    return out;
+  }
+
+  Vector3 vector3(const YAML::Node& node, const std::string& path) const {
+    return numbers(node, path, 3);
+  }
+
+  std::string text(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar() || node.Scalar().empty()) fail(node, path, "expected a non-empty string");
+    return node.Scalar();
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& path) const {
+    bool b = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, b))
+      fail(node, path, "expected true or false");
+    return b;
+  }
+
+  double nonNegative(const YAML::Node& node, const std::string& path) const {
+    const double x = number(node, path);
+    if (x < 0.0) fail(node, path, "must be >= 0, got " + formatNumber(x));
+    return x;
+  }
+
+  // --- the URDF wrapper ---
+
+  Model readUrdfWrapper(const Mapping& top) const {
+    const YAML::Node& node = top.at("urdf");
+    std::filesystem::path path = text(node, "urdf");
+    if (path.is_relative()) path = std::filesystem::path(base_directory_) / path;
+    const bool floating =
+        top.has("floating_base") && boolean(top.at("floating_base"), "floating_base");
+    try {
+      return loadUrdf(path.lexically_normal().string(), floating);
+    } catch (const ModelError& e) {
+      fail(node, "urdf", e.what());
+    }
+  }
+
+  // --- native bodies ---
+
+  Model readBodies(const Mapping& top) const {
+    const YAML::Node& list = top.at("bodies");
+    if (!list.IsSequence()) fail(list, "bodies", "expected a list of bodies");
+    if (list.size() == 0) fail(list, "bodies", "must list at least one body");
+    std::vector<ParsedBody> bodies;
+    bodies.reserve(list.size());
+    for (std::size_t k = 0; k < list.size(); ++k)
+      bodies.push_back(readBody(list[k], "bodies[" + std::to_string(k) + "]"));
+    checkTopology(bodies);
+    for (const ParsedBody& b : bodies) {
+      if (const std::string why = b.spec.inertia.validate(); !why.empty())
+        fail(b.inertia_node, childPath(b.path, "inertia"), why);
+    }
+
+    ModelBuilder builder(defaultName());
+    for (const ParsedBody& b : bodies) builder.addBody(b.spec);
+    try {
+      return builder.build();
+    } catch (const ModelError& e) {
+      io_detail::rethrowBuildError(e, source_, "body");
+    }
+  }
+
+  std::string defaultName() const {
+    const std::filesystem::path p(source_);
+    const std::string ext = p.extension().string();
+    if ((ext == ".yaml" || ext == ".yml") && !p.stem().empty()) return p.stem().string();
+    return "model";
+  }
+
+  ParsedBody readBody(const YAML::Node& node, const std::string& list_path) const {
+    // name the body in messages as soon as it has a usable name
+    std::string path = list_path;
+    if (node.IsMap()) {
+      const YAML::Node name = node["name"];
+      // (a missing key gives an invalid node, on which IsScalar() throws)
+      if (name.IsDefined() && name.IsScalar() && !name.Scalar().empty())
+        path = "body '" + name.Scalar() + "'";
+    }
+    const Mapping m = mapping(node, path, kBodyKeys, kReservedBodyKeys);
+    ParsedBody b;
+    b.node = node;
+    b.spec.name = text(required(m, "name"), childPath(list_path, "name"));
+    b.path = path;
+    if (b.spec.name == "world")
+      fail(m.at("name"), b.path, "the name 'world' is reserved for the ground");
+    if (m.has("parent")) {
+      b.parent_node = m.at("parent");
+      b.spec.parent = text(b.parent_node, childPath(b.path, "parent"));
+    }
+    readJoint(required(m, "joint"), childPath(b.path, "joint"), b.spec);
+    if (m.has("placement"))
+      b.spec.placement = readPlacement(m.at("placement"), childPath(b.path, "placement"));
+    if (m.has("inertia")) {
+      b.inertia_node = m.at("inertia");
+      b.spec.inertia = readInertia(b.inertia_node, childPath(b.path, "inertia"));
+    }
+    return b;
+  }
+
+  void readJoint(const YAML::Node& node, const std::string& path, BodySpec& spec) const {
+    const Mapping m = mapping(node, path, kJointKeys);
+    const YAML::Node& type_node = required(m, "type");
+    const std::string type = text(type_node, childPath(path, "type"));
+    const auto axis = [&]() {
+      const std::string where = childPath(path, "axis");
+      const Vector3 a = vector3(required(m, "axis"), where);
+      if (a.norm() < 1e-12) fail(m.at("axis"), where, "must be a non-zero vector");
+      return Vector3(a.normalized());
+    };
+    const auto notUsed = [&](const std::string& key) {
+      if (m.has(key)) fail(m.at(key), childPath(path, key), "not used by a '" + type + "' joint");
+    };
+    bool one_dof = false;
+    if (type == "revolute") {
+      spec.joint = Joint::revolute(axis());
+      one_dof = true;
+    } else if (type == "prismatic") {
+      spec.joint = Joint::prismatic(axis());
+      one_dof = true;
+    } else if (type == "planar") {
+      spec.joint = Joint::planar(axis());
+    } else if (type == "spherical" || type == "free") {
+      notUsed("axis");
+      spec.joint = type == "free" ? Joint::freeFlyer() : Joint::spherical();
+    } else if (type == "fixed") {
+      for (const char* key : {"axis", "damping", "armature", "limits"}) notUsed(key);
+      spec.joint.reset();
+    } else {
+      fail(type_node, childPath(path, "type"),
+           "unsupported joint type '" + type +
+               "' (supported: revolute, prismatic, spherical, free, planar, fixed)");
+    }
+    if (m.has("name")) spec.joint_name = text(m.at("name"), childPath(path, "name"));
+    JointProperties& p = spec.properties;
+    if (m.has("damping")) p.damping = nonNegative(m.at("damping"), childPath(path, "damping"));
+    if (m.has("armature")) p.armature = nonNegative(m.at("armature"), childPath(path, "armature"));
+    if (m.has("limits")) {
+      const std::string lpath = childPath(path, "limits");
+      const Mapping l = mapping(m.at("limits"), lpath, kLimitKeys);
+      for (const char* key : {"lower", "upper"}) {
+        if (l.has(key) && !one_dof)
+          fail(l.at(key), childPath(lpath, key),
+               "position limits apply to revolute and prismatic joints only");
+      }
+      if (l.has("lower")) p.lower = number(l.at("lower"), childPath(lpath, "lower"));
+      if (l.has("upper")) p.upper = number(l.at("upper"), childPath(lpath, "upper"));
+      if (p.lower > p.upper)
+        fail(l.node, lpath,
+             "lower " + formatNumber(p.lower) + " exceeds upper " + formatNumber(p.upper));
+      if (l.has("velocity"))
+        p.velocity = nonNegative(l.at("velocity"), childPath(lpath, "velocity"));
+      if (l.has("effort")) p.effort = nonNegative(l.at("effort"), childPath(lpath, "effort"));
+    }
+  }
+
+  Transform readPlacement(const YAML::Node& node, const std::string& path) const {
+    const Mapping m = mapping(node, path, kPlacementKeys);
+    Transform x;
+    if (m.has("xyz")) x.translation = vector3(m.at("xyz"), childPath(path, "xyz"));
+    if (m.has("rpy") && m.has("quaternion"))
+      fail(m.at("quaternion"), path, "give either 'rpy' or 'quaternion', not both");
+    if (m.has("rpy")) {
+      const Vector3 rpy = vector3(m.at("rpy"), childPath(path, "rpy"));
+      x.rotation = io_detail::rotationFromRpy(rpy.x(), rpy.y(), rpy.z());
+    }
+    if (m.has("quaternion")) {
+      const std::string where = childPath(path, "quaternion");
+      const Eigen::VectorXd wxyz = numbers(m.at("quaternion"), where, 4);
+      if (wxyz.norm() < 1e-12) fail(m.at("quaternion"), where, "must be a non-zero quaternion");
+      const Eigen::Quaterniond q(wxyz(0), wxyz(1), wxyz(2), wxyz(3));
+      x.rotation = q.normalized().toRotationMatrix();
+    }
+    return x;
+  }
+
+  Inertia readInertia(const YAML::Node& node, const std::string& path) const {
+    const Mapping m = mapping(node, path, kInertiaKeys);
+    Inertia inertia;
+    const std::string mass_path = childPath(path, "mass");
+    inertia.mass = number(required(m, "mass"), mass_path);
+    if (inertia.mass < 0.0)
+      fail(m.at("mass"), mass_path, formatNumber(inertia.mass) + " kg is negative");
+    if (m.has("com")) inertia.com = vector3(m.at("com"), childPath(path, "com"));
+    if (m.has("inertia")) {
+      // [ixx, iyy, izz, ixy, ixz, iyz] about the centre of mass, body axes
+      const Eigen::VectorXd i = numbers(m.at("inertia"), childPath(path, "inertia"), 6);
+      inertia.inertia_com << i(0), i(3), i(4), i(3), i(1), i(5), i(4), i(5), i(2);
+    }
+    return inertia;
+  }
+
+  // Names unique, parents known, no cycles: checked here too so that the message has a line.
+  void checkTopology(const std::vector<ParsedBody>& bodies) const {
+    std::unordered_map<std::string, int> index;
+    std::unordered_map<std::string, int> joint_index;
+    for (int k = 0; k < static_cast<int>(bodies.size()); ++k) {
+      const ParsedBody& b = bodies[k];
+      if (const auto [it, ok] = index.emplace(b.spec.name, k); !ok)
+        fail(b.node, b.path,
+             "duplicate body name (first defined at " + location(bodies[it->second].node) + ")");
+      if (!b.spec.joint) continue;
+      const std::string joint = b.spec.joint_name.empty() ? b.spec.name : b.spec.joint_name;
+      if (const auto [it, ok] = joint_index.emplace(joint, k); !ok)
+        fail(b.node, b.path,
+             "duplicate joint name '" + joint + "' (also used by " + bodies[it->second].path + ")");
+    }
+    for (const ParsedBody& b : bodies) {
+      if (b.spec.parent != "world" && !index.count(b.spec.parent))
+        fail(b.parent_node, childPath(b.path, "parent"),
+             "parent '" + b.spec.parent + "' does not exist");
+    }
+    // 0 unknown, 1 on the current walk, 2 reaches the world
+    std::vector<int> state(bodies.size(), 0);
+    for (int k = 0; k < static_cast<int>(bodies.size()); ++k) {
+      std::vector<int> walk;
+      int i = k;
+      while (i >= 0 && state[i] == 0) {
+        state[i] = 1;
+        walk.push_back(i);
+        const std::string& parent = bodies[i].spec.parent;
+        i = parent == "world" ? -1 : index.at(parent);
+      }
+      if (i >= 0 && state[i] == 1)
+        fail(bodies[i].node, bodies[i].path,
+             "is part of a cycle of parents (never reaches 'world')");
+      for (int w : walk) state[w] = 2;
+    }
+  }
+
+  std::string source_;
+  std::string base_directory_;
+};
+
+}  // namespace
+
+Model loadYamlString(const std::string& yaml_text, const std::string& base_directory,
+                     const std::string& source_name) {
+  try {
+    const YAML::Node root = YAML::Load(yaml_text);
+    return YamlModelReader(source_name, base_directory).read(root);
+  } catch (const ModelError&) {
+    throw;
+  } catch (const YAML::Exception& e) {
+    const std::string where =
+        e.mark.is_null() ? source_name : source_name + ":" + std::to_string(e.mark.line + 1);
+    throw ModelError(where + ": malformed YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    throw ModelError(source_name + ": " + e.what());
+  } catch (...) {
+    throw ModelError(source_name + ": unknown error while reading the YAML model");
+  }
+}
+
+Model loadYaml(const std::string& path) {
+  return loadYamlString(io_detail::readTextFile(path), io_detail::directoryOf(path), path);
+}
+
+}  // namespace hilsim

@@ -1,0 +1,852 @@
+// The `hilsim` CLI (docs/CLI.md): info/--json against the loaded model, eval against direct calls
+// of the algorithms, eval --inverse round trips, simulate rows and energy, and one clear stderr
+// line with a non-zero exit code for every class of bad input — the last through the real
+// executable, so a crash or an escaped exception would show.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "client/cli/app.h"
+#include "client/cli/commands.h"
+#include "client/cli/text.h"
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/algorithms/rnea.h"
+#include "engine/io/model_loader.h"
+#include "engine/model/model_builder.h"
+#include "tests/support/random_model.h"
+#include "tests/support/tolerances.h"
+
+#ifndef HILSIM_CLI_EXE
+#error "HILSIM_CLI_EXE (path of the built hilsim executable) must be defined"
+#endif
+
+namespace hilsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+using test::kFormulationRelTol;
+using test::relativeDifference;
+
+/// Energy drift of RK4 on the pendulum over 2 s at dt = 1 ms: the local error is O(h⁵), measured
+/// ~1e-13; 1e-9 leaves room for other compilers while catching any first-order integration error.
+constexpr double kRk4EnergyRelTol = 1e-9;
+/// Semi-implicit Euler is symplectic: its energy error stays bounded at O(h) (measured ~2e-3 at
+/// amplitude 1 rad, dt = 1 ms) instead of growing.
+constexpr double kEulerEnergyRelTol = 1e-2;
+/// Quaternions are renormalised on input, which may move them by an ulp or so; the dynamics of
+/// the quadruped amplifies that by no more than its condition number.
+constexpr double kRenormalisedRelTol = 1e-12;
+
+// --- running the CLI --------------------------------------------------------------------------
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+RunResult runInProcess(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  RunResult r;
+  r.code = run(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::string shellQuote(const std::string& arg) {
+  std::string out = "'";
+  for (const char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("hilsim_cli_test_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  fs::path path(const std::string& name) const { return dir_ / name; }
+
+  /// Runs the built executable with `args`, capturing stdout and stderr.
+  RunResult runExe(const std::vector<std::string>& args) const {
+    std::string command = shellQuote(HILSIM_CLI_EXE);
+    // appended piecewise: `" " + std::string&&` trips a GCC 12 -Wrestrict false positive
+    for (const auto& a : args) command.append(" ").append(shellQuote(a));
+    const fs::path out = path("stdout.txt"), err = path("stderr.txt");
+    command.append(" > ").append(shellQuote(out.string()));
+    command.append(" 2> ").append(shellQuote(err.string())).append(" < /dev/null");
+    const int status = std::system(command.c_str());
+    RunResult r;
+    if (status != -1 && WIFEXITED(status)) {
+      r.code = WEXITSTATUS(status);
+    } else {
+      r.code = 1000;  // killed by a signal: a crash
+    }
+    r.out = readFile(out);
+    r.err = readFile(err);
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+/// A failed run: non-zero exit, nothing on stdout, and exactly one line on stderr.
+::testing::AssertionResult isOneLineError(const RunResult& r) {
+  if (r.code == 0) return ::testing::AssertionFailure() << "exit code 0; stderr: " << r.err;
+  if (r.code >= 128) return ::testing::AssertionFailure() << "crashed (" << r.code << "): " << r.err;
+  if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout not empty: " << r.out;
+  const auto newlines = std::count(r.err.begin(), r.err.end(), '\n');
+  if (newlines != 1 || r.err.back() != '\n') {
+    return ::testing::AssertionFailure() << "stderr is not one line: [" << r.err << "]";
+  }
+  if (r.err.rfind("hilsim: error: ", 0) != 0) {
+    return ::testing::AssertionFailure() << "stderr does not start with 'hilsim: error: ': " << r.err;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// --- CSV and JSON helpers ---------------------------------------------------------------------
+
+struct Csv {
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> rows;
+};
+
+Csv readCsv(const fs::path& path) {
+  Csv csv;
+  std::ifstream in(path);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream s(line);
+    std::string field;
+    while (std::getline(s, field, ',')) fields.push_back(field);
+    if (first) {
+      csv.header = fields;
+      first = false;
+      continue;
+    }
+    std::vector<double> row;
+    for (const auto& f : fields) {
+      const auto value = parseNumber(f);
+      EXPECT_TRUE(value.has_value()) << path << ": " << f;
+      row.push_back(value.value_or(NAN));
+    }
+    csv.rows.push_back(row);
+  }
+  return csv;
+}
+
+void appendVector(std::string& line, const Eigen::VectorXd& x) {
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    line += ",";
+    appendNumber(line, x[i]);
+  }
+}
+
+/// A tiny JSON reader, enough to check that `info --json` is valid JSON and to read its fields.
+struct Json {
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = Kind::kNull;
+  bool boolean = false;
+  double number = 0.0;
+  std::string string;
+  std::vector<Json> array;
+  std::vector<std::pair<std::string, Json>> object;
+
+  const Json& operator[](const std::string& key) const {
+    for (const auto& [k, v] : object) {
+      if (k == key) return v;
+    }
+    ADD_FAILURE() << "no key " << key;
+    static const Json kNull;
+    return kNull;
+  }
+  bool has(const std::string& key) const {
+    for (const auto& kv : object) {
+      if (kv.first == key) return true;
+    }
+    return false;
+  }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string text) : s_(std::move(text)) {}
+
+  /// Parses the whole document; throws std::runtime_error on any syntax error.
+  Json parseDocument() {
+    Json value = parseValue();
+    skipSpace();
+    if (pos_ != s_.size()) fail("trailing characters");
+    return value;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) {
+    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(pos_));
+  }
+  void skipSpace() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool consume(char c) {
+    skipSpace();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!consume(c)) fail(std::string("expected '") + c + "'");
+  }
+  bool literal(const std::string& word) {
+    if (s_.compare(pos_, word.size(), word) == 0) {
+      pos_ += word.size();
+      return true;
+    }
+    return false;
+  }
+  std::string parseString() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (pos_ >= s_.size()) fail("unterminated string");
+      const char c = s_[pos_++];
+      if (c == '"') return out;
+      if (static_cast<unsigned char>(c) < 0x20) fail("raw control character in string");
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (pos_ >= s_.size()) fail("bad escape");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          if (pos_ + 4 > s_.size()) fail("bad \\u escape");
+          const unsigned code = std::stoul(s_.substr(pos_, 4), nullptr, 16);
+          pos_ += 4;
+          if (code >= 0x80) fail("test parser handles only ASCII \\u escapes");
+          out.push_back(static_cast<char>(code));
+          break;
+        }
+        default: fail("bad escape");
+      }
+    }
+  }
+  Json parseValue() {
+    skipSpace();
+    if (pos_ >= s_.size()) fail("unexpected end");
+    Json v;
+    const char c = s_[pos_];
+    if (c == '{') {
+      v.kind = Json::Kind::kObject;
+      ++pos_;
+      if (consume('}')) return v;
+      do {
+        skipSpace();
+        std::string key = parseString();
+        expect(':');
+        v.object.emplace_back(std::move(key), parseValue());
+      } while (consume(','));
+      expect('}');
+    } else if (c == '[') {
+      v.kind = Json::Kind::kArray;
+      ++pos_;
+      if (consume(']')) return v;
+      do {
+        v.array.push_back(parseValue());
+      } while (consume(','));
+      expect(']');
+    } else if (c == '"') {
+      v.kind = Json::Kind::kString;
+      v.string = parseString();
+    } else if (literal("null")) {
+      v.kind = Json::Kind::kNull;
+    } else if (literal("true")) {
+      v.kind = Json::Kind::kBool;
+      v.boolean = true;
+    } else if (literal("false")) {
+      v.kind = Json::Kind::kBool;
+    } else {
+      // JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+      const std::size_t start = pos_;
+      if (s_[pos_] == '-') ++pos_;
+      auto digits = [&] {
+        const std::size_t d = pos_;
+        while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+        if (pos_ == d) fail("expected digits");
+      };
+      if (pos_ < s_.size() && s_[pos_] == '0') {
+        ++pos_;
+      } else {
+        digits();
+      }
+      if (pos_ < s_.size() && s_[pos_] == '.') {
+        ++pos_;
+        digits();
+      }
+      if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+        ++pos_;
+        if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+        digits();
+      }
+      v.kind = Json::Kind::kNumber;
+      v.number = std::stod(s_.substr(start, pos_ - start));
+    }
+    return v;
+  }
+
+  std::string s_;
+  std::size_t pos_ = 0;
+};
+
+/// The dof values of joint i as JSON: numbers, null for ±inf.
+void expectDofArray(const Json& array, const Model& model, const Eigen::VectorXd& values, int i,
+                    const std::string& what) {
+  ASSERT_EQ(array.kind, Json::Kind::kArray) << what;
+  ASSERT_EQ(static_cast<int>(array.array.size()), model.nv_joint[i]) << what;
+  for (int k = 0; k < model.nv_joint[i]; ++k) {
+    const double expected = values[model.idx_v[i] + k];
+    const Json& got = array.array[k];
+    if (std::isfinite(expected)) {
+      ASSERT_EQ(got.kind, Json::Kind::kNumber) << what;
+      EXPECT_EQ(got.number, expected) << what;
+    } else {
+      EXPECT_EQ(got.kind, Json::Kind::kNull) << what;
+    }
+  }
+}
+
+// --- info -------------------------------------------------------------------------------------
+
+TEST_F(CliTest, InfoTextDescribesTheDefaultArm) {
+  const Model model = loadModel("iiwa14");
+  const RunResult r = runInProcess({"info", "--model", "iiwa14"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty());
+  EXPECT_NE(r.out.find("model     iiwa14\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nq        7\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nv        7\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mass      " + formatNumber(model.totalMass()) + " kg"), std::string::npos);
+  for (int i = 1; i < model.nbodies; ++i) {
+    EXPECT_NE(r.out.find(" " + model.joint_names[i] + " "), std::string::npos)
+        << model.joint_names[i];
+  }
+}
+
+TEST_F(CliTest, InfoJsonMatchesTheLoadedModel) {
+  for (const std::string name : {"iiwa14", "quadruped", "double_pendulum"}) {
+    SCOPED_TRACE(name);
+    const Model model = loadModel(name);
+    const RunResult r = runInProcess({"info", "--model", name, "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    Json doc;
+    ASSERT_NO_THROW(doc = JsonParser(r.out).parseDocument()) << r.out;
+    ASSERT_EQ(doc.kind, Json::Kind::kObject);
+    EXPECT_EQ(doc["name"].string, model.name);
+    EXPECT_EQ(doc["source"].string, bundledModelPath(name));
+    EXPECT_EQ(doc["nq"].number, model.nq);
+    EXPECT_EQ(doc["nv"].number, model.nv);
+    EXPECT_EQ(doc["nbodies"].number, model.nbodies);
+    EXPECT_EQ(doc["total_mass"].number, model.totalMass());
+    ASSERT_EQ(doc["gravity"].array.size(), 3u);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(doc["gravity"].array[k].number, model.gravity[k]);
+    const Json& joints = doc["joints"];
+    ASSERT_EQ(static_cast<int>(joints.array.size()), model.nbodies - 1);
+    int q_next = 0, v_next = 0;
+    for (int i = 1; i < model.nbodies; ++i) {
+      const Json& j = joints.array[i - 1];
+      const std::string what = name + " joint " + model.joint_names[i];
+      EXPECT_EQ(j["index"].number, i);
+      EXPECT_EQ(j["name"].string, model.joint_names[i]);
+      EXPECT_EQ(j["type"].string, jointTypeName(model.joints[i].type));
+      EXPECT_EQ(j["body"].string, model.body_names[i]);
+      EXPECT_EQ(j["parent"].string, model.body_names[model.parent[i]]);
+      EXPECT_EQ(j["parent_index"].number, model.parent[i]);
+      // index ranges tile q and v in joint order
+      EXPECT_EQ(j["q_index"].number, q_next);
+      EXPECT_EQ(j["v_index"].number, v_next);
+      EXPECT_EQ(j["nq"].number, model.nq_joint[i]);
+      EXPECT_EQ(j["nv"].number, model.nv_joint[i]);
+      q_next += model.nq_joint[i];
+      v_next += model.nv_joint[i];
+      EXPECT_EQ(j["mass"].number, model.inertias[i].mass);
+      expectDofArray(j["damping"], model, model.damping, i, what + " damping");
+      expectDofArray(j["armature"], model, model.armature, i, what + " armature");
+      expectDofArray(j["lower_limit"], model, model.lower_limit, i, what + " lower");
+      expectDofArray(j["upper_limit"], model, model.upper_limit, i, what + " upper");
+      expectDofArray(j["velocity_limit"], model, model.velocity_limit, i, what + " velocity");
+      expectDofArray(j["effort_limit"], model, model.effort_limit, i, what + " effort");
+    }
+    EXPECT_EQ(q_next, model.nq);
+    EXPECT_EQ(v_next, model.nv);
+    EXPECT_EQ(doc["frames"].array.size(), model.frames.size());
+  }
+}
+
+TEST_F(CliTest, InfoJsonEscapesNames) {
+  EXPECT_EQ(jsonString("a\"b\\c\n\t\x01/é"), "\"a\\\"b\\\\c\\n\\t\\u0001/é\"");
+  EXPECT_EQ(jsonNumber(INFINITY), "null");
+  EXPECT_EQ(jsonNumber(-0.25), "-0.25");
+  // end to end: a robot and joint name that need escaping
+  writeFile(path("odd.urdf"), R"(<?xml version="1.0"?>
+<robot name="we&quot;ird\robot">
+  <link name="base"/>
+  <joint name="j&quot;1" type="revolute">
+    <parent link="base"/><child link="arm"/>
+    <axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="5"/>
+  </joint>
+  <link name="arm">
+    <inertial><origin xyz="0 0 -0.5"/><mass value="2"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.01"/></inertial>
+  </link>
+</robot>
+)");
+  const RunResult r = runInProcess({"info", "--json", "--model", path("odd.urdf").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json doc;
+  ASSERT_NO_THROW(doc = JsonParser(r.out).parseDocument()) << r.out;
+  EXPECT_EQ(doc["name"].string, "we\"ird\\robot");
+  ASSERT_EQ(doc["joints"].array.size(), 1u);
+  EXPECT_EQ(doc["joints"].array[0]["name"].string, "j\"1");
+  EXPECT_EQ(doc["joints"].array[0]["lower_limit"].array[0].number, -1.0);
+  EXPECT_EQ(doc["joints"].array[0]["effort_limit"].array[0].number, 10.0);
+}
+
+TEST_F(CliTest, ModelsListsTheBundledModelsDefaultFirst) {
+  const RunResult r = runInProcess({"models"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto names = bundledModelNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(r.out.rfind(defaultModelName(), 0), 0u) << r.out;
+  for (const auto& n : names) EXPECT_NE(r.out.find(n), std::string::npos) << n;
+  EXPECT_EQ(r.out.find("(not found)"), std::string::npos) << r.out;
+}
+
+// --- eval -------------------------------------------------------------------------------------
+
+struct EvalCase {
+  Eigen::VectorXd q, v, x;
+};
+
+/// Writes random states of `model` as an eval input file; returns them.
+std::vector<EvalCase> writeEvalInput(const Model& model, const fs::path& file, int rows,
+                                     std::mt19937& rng) {
+  std::vector<EvalCase> cases;
+  std::string text = "q";  // header: only the column count is checked
+  for (int c = 1; c < model.nq + 2 * model.nv; ++c) text += ",c" + std::to_string(c);
+  text += "\n";
+  for (int r = 0; r < rows; ++r) {
+    EvalCase c{test::randomConfiguration(model, rng), test::randomVector(model.nv, rng),
+               test::randomVector(model.nv, rng, 10.0)};
+    std::string line;
+    appendVector(line, c.q);
+    appendVector(line, c.v);
+    appendVector(line, c.x);
+    text += line.substr(1) + "\n";
+    cases.push_back(c);
+  }
+  writeFile(file, text);
+  return cases;
+}
+
+std::vector<std::string> expectedHeader(const Model& model, const std::string& prefix) {
+  std::vector<std::string> header;
+  for (const auto& label : coordinateLabels(model, true)) header.push_back(prefix + label);
+  return header;
+}
+
+TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
+  std::mt19937 rng(7);
+  for (const std::string name : {"iiwa14", "double_pendulum", "quadruped"}) {
+    const Model model = loadModel(name);
+    const bool has_quaternions = model.nq != model.nv;
+    Data data(model);
+    const auto cases = writeEvalInput(model, path("in.csv"), 20, rng);
+    for (const std::string solver : {"aba", "crba"}) {
+      SCOPED_TRACE(name + " " + solver);
+      const RunResult r = runInProcess({"eval", "--model", name, "--solver", solver, "--input",
+                                        path("in.csv").string(), "--output",
+                                        path("out.csv").string()});
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_TRUE(r.out.empty());
+      const Csv out = readCsv(path("out.csv"));
+      EXPECT_EQ(out.header, expectedHeader(model, "qdd_"));
+      ASSERT_EQ(out.rows.size(), cases.size());
+      for (std::size_t k = 0; k < cases.size(); ++k) {
+        const Eigen::VectorXd got = Eigen::Map<const Eigen::VectorXd>(out.rows[k].data(), model.nv);
+        const Eigen::VectorXd expected =
+            solver == "aba" ? aba(model, data, cases[k].q, cases[k].v, cases[k].x)
+                            : crbaForwardDynamics(model, data, cases[k].q, cases[k].v, cases[k].x);
+        if (has_quaternions) {
+          EXPECT_LT(relativeDifference(got, expected), kRenormalisedRelTol) << "row " << k;
+        } else {
+          // exactly: shortest round-trip text in both directions, same algorithm
+          EXPECT_EQ(got, expected) << "row " << k;
+        }
+        // and the formulations agree with each other
+        EXPECT_LT(relativeDifference(got, aba(model, data, cases[k].q, cases[k].v, cases[k].x)),
+                  kFormulationRelTol);
+      }
+    }
+  }
+}
+
+TEST_F(CliTest, EvalInverseRoundTripsEval) {
+  std::mt19937 rng(11);
+  for (const std::string name : {"iiwa14", "quadruped"}) {
+    SCOPED_TRACE(name);
+    const Model model = loadModel(name);
+    const auto cases = writeEvalInput(model, path("in.csv"), 15, rng);
+    RunResult r = runInProcess({"eval", "-m", name, "-i", path("in.csv").string(), "-o",
+                                path("qdd.csv").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Csv qdd = readCsv(path("qdd.csv"));
+    ASSERT_EQ(qdd.rows.size(), cases.size());
+
+    // q, v, qdd → tau
+    std::string text = "header";
+    for (int c = 1; c < model.nq + 2 * model.nv; ++c) text += ",h";
+    text += "\n";
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      std::string line;
+      appendVector(line, cases[k].q);
+      appendVector(line, cases[k].v);
+      appendVector(line, Eigen::Map<const Eigen::VectorXd>(qdd.rows[k].data(), model.nv));
+      text += line.substr(1) + "\n";
+    }
+    writeFile(path("inverse_in.csv"), text);
+    r = runInProcess({"eval", "-m", name, "--inverse", "-i", path("inverse_in.csv").string(), "-o",
+                      path("tau.csv").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Csv tau = readCsv(path("tau.csv"));
+    EXPECT_EQ(tau.header, expectedHeader(model, "tau_"));
+    ASSERT_EQ(tau.rows.size(), cases.size());
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const Eigen::VectorXd got = Eigen::Map<const Eigen::VectorXd>(tau.rows[k].data(), model.nv);
+      EXPECT_LT(relativeDifference(got, cases[k].x), kFormulationRelTol) << "row " << k;
+    }
+  }
+}
+
+TEST_F(CliTest, EvalAcceptsBlankLinesCrlfAndSpaces) {
+  writeFile(path("in.csv"), "q, v, tau\r\n\r\n 0.5 , +0.1,2e-1\r\n\n");
+  const RunResult r = runInProcess(
+      {"eval", "-m", "pendulum", "-i", path("in.csv").string(), "-o", path("out.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Model model = loadModel("pendulum");
+  Data data(model);
+  const Eigen::VectorXd expected =
+      aba(model, data, Eigen::VectorXd::Constant(1, 0.5), Eigen::VectorXd::Constant(1, 0.1),
+          Eigen::VectorXd::Constant(1, 0.2));
+  const Csv out = readCsv(path("out.csv"));
+  ASSERT_EQ(out.rows.size(), 1u);
+  EXPECT_EQ(out.rows[0][0], expected[0]);
+  EXPECT_EQ(out.header, std::vector<std::string>{"qdd_hinge"});
+}
+
+TEST_F(CliTest, EvalQuaternionsWithinToleranceAreRenormalised) {
+  // a floating body: q = (x y z, qw qx qy qz), v = 6
+  ModelBuilder builder("floater");
+  builder.addBody("box", "world", Joint::freeFlyer(), Transform::identity(),
+                  Inertia(2.0, Vector3(0.1, 0.0, 0.0), Matrix3(Vector3(0.1, 0.2, 0.3).asDiagonal())));
+  const Model model = builder.build();
+  Data data(model);
+  const double off = 1.0 + 0.5 * kQuaternionNormTol;
+  writeFile(path("in.csv"), "h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h\n"
+                            "0,0,0," + formatNumber(off) + ",0,0,0,1,2,3,0.1,0.2,0.3,0,0,0,0,0,0\n");
+  EXPECT_EQ(evalCsv(model, Formulation::kAba, false, path("in.csv").string(),
+                    path("out.csv").string()),
+            1);
+  Eigen::VectorXd q = model.neutralConfiguration();
+  Eigen::VectorXd v(6);
+  v << 1, 2, 3, 0.1, 0.2, 0.3;
+  const Eigen::VectorXd expected = aba(model, data, q, v, Eigen::VectorXd::Zero(6));
+  const Csv out = readCsv(path("out.csv"));
+  ASSERT_EQ(out.rows.size(), 1u);
+  EXPECT_LT(relativeDifference(Eigen::Map<const Eigen::VectorXd>(out.rows[0].data(), 6), expected),
+            kRenormalisedRelTol);
+  EXPECT_EQ(out.header.size(), 6u);
+  EXPECT_EQ(out.header[0], "qdd_box_0");
+  EXPECT_EQ(out.header[5], "qdd_box_5");
+
+  // beyond the tolerance: rejected, naming file, line and joint; no output written
+  writeFile(path("bad.csv"), "h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h,h\n"
+                             "0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n"
+                             "0,0,0,0.9,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n");
+  try {
+    evalCsv(model, Formulation::kAba, false, path("bad.csv").string(), path("bad_out.csv").string());
+    ADD_FAILURE() << "no error";
+  } catch (const CliError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path("bad.csv").string() + ":3: quaternion of joint 'box'"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(e.exitCode(), 1);
+  }
+  EXPECT_FALSE(fs::exists(path("bad_out.csv")));
+}
+
+// --- simulate ---------------------------------------------------------------------------------
+
+TEST_F(CliTest, SimulatePendulumWritesEveryStepAndConservesEnergy) {
+  const Model model = loadModel("pendulum");
+  for (const auto& [integrator, tolerance] :
+       std::map<std::string, double>{{"rk4", kRk4EnergyRelTol}, {"euler", kEulerEnergyRelTol}}) {
+    for (const std::string solver : {"aba", "crba"}) {
+      SCOPED_TRACE(integrator + " " + solver);
+      const RunResult r = runInProcess({"simulate", "--model", "pendulum", "--solver", solver,
+                                        "--integrator", integrator, "--dt", "0.001",
+                                        "--duration", "2", "--q0", "1.0", "--output",
+                                        path("traj.csv").string()});
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_TRUE(r.err.empty());
+      EXPECT_NE(r.out.find("steps            2000"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("realtime factor"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("(2001 rows)"), std::string::npos) << r.out;
+
+      const Csv traj = readCsv(path("traj.csv"));
+      EXPECT_EQ(traj.header, (std::vector<std::string>{"t", "q_hinge", "v_hinge", "energy"}));
+      ASSERT_EQ(traj.rows.size(), 2001u);
+      EXPECT_EQ(traj.rows.front()[0], 0.0);
+      EXPECT_EQ(traj.rows.front()[1], 1.0);
+      EXPECT_EQ(traj.rows.front()[2], 0.0);
+      EXPECT_DOUBLE_EQ(traj.rows.back()[0], 2.0);
+      // E = −m g L cos q at rest; m = L = 1
+      const double e0 = -model.totalMass() * 9.81 * std::cos(1.0);
+      EXPECT_NEAR(traj.rows.front()[3], e0, 1e-9);
+      double worst = 0.0;
+      for (const auto& row : traj.rows) {
+        ASSERT_EQ(row.size(), 4u);
+        worst = std::max(worst, std::abs(row[3] - e0) / std::abs(e0));
+      }
+      EXPECT_LT(worst, tolerance);
+      // the pendulum actually swings through the bottom
+      double min_q = 1.0;
+      for (const auto& row : traj.rows) min_q = std::min(min_q, row[1]);
+      EXPECT_LT(min_q, -0.9);
+    }
+  }
+}
+
+TEST_F(CliTest, SimulateDefaultsToTheBundledArm) {
+  const RunResult r = runInProcess({"simulate", "--duration", "0.01"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("model            " + defaultModelName() + " (nq 7, nv 7", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("solver           aba"), std::string::npos);
+  EXPECT_NE(r.out.find("integrator       rk4"), std::string::npos);
+  EXPECT_NE(r.out.find("steps            10 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("trajectory"), std::string::npos);
+}
+
+TEST_F(CliTest, SimulateFloatingBaseFallsFreely) {
+  // zero torques, no contact: the quadruped's centre of mass falls with g; the trajectory has
+  // nq + nv + 2 columns and quaternion columns stay unit
+  const Model model = loadModel("quadruped");
+  const RunResult r = runInProcess({"simulate", "-m", "quadruped", "-T", "0.1", "-o",
+                                    path("traj.csv").string(), "--v0",
+                                    "0,0,0,0.1,0.2,0.3,0,0,0,0,0,0,0,0,0,0,0,0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Csv traj = readCsv(path("traj.csv"));
+  ASSERT_EQ(traj.header.size(), static_cast<std::size_t>(model.nq + model.nv + 2));
+  EXPECT_EQ(traj.header[1], "q_root_joint_0");
+  ASSERT_EQ(traj.rows.size(), 101u);
+  for (const auto& row : traj.rows) {
+    const double norm = std::sqrt(row[4] * row[4] + row[5] * row[5] + row[6] * row[6] +
+                                  row[7] * row[7]);
+    EXPECT_NEAR(norm, 1.0, 1e-12);
+  }
+  // energy of a free system without damping is conserved
+  EXPECT_LT(std::abs(traj.rows.back().back() - traj.rows.front().back()), 1e-8);
+}
+
+// --- bad input: one line on stderr, non-zero exit, never a crash ------------------------------
+
+TEST_F(CliTest, EveryBadInputClassGivesOneLineAndNonZeroExit) {
+  writeFile(path("broken.urdf"), "<robot name='x'><link name='a'>");
+  writeFile(path("broken.yaml"), "version: 1\nbodies: [\n");
+  writeFile(path("garbage.yaml"), "\x01\x02\xff binary");
+  writeFile(path("empty.csv"), "");
+  writeFile(path("ok.csv"), "q,v,tau\n0.5,0.1,0.2\n");
+  writeFile(path("columns.csv"), "q,v,tau\n0.5,0.1,0.2\n0.5,0.1\n");
+  writeFile(path("header.csv"), "q,v\n0.5,0.1,0.2\n");
+  writeFile(path("word.csv"), "q,v,tau\n0.5,zero,0.2\n");
+  writeFile(path("nan.csv"), "q,v,tau\n0.5,0.1,0.2\n0.5,nan,0.2\n");
+  writeFile(path("inf.csv"), "q,v,tau\ninf,0.1,0.2\n");
+  writeFile(path("huge.csv"), "q,v,tau\n1e999,0.1,0.2\n");
+  writeFile(path("empty_field.csv"), "q,v,tau\n0.5,,0.2\n");
+  std::string quat = "h";
+  for (int c = 1; c < 19 + 18 + 18; ++c) quat += ",h";
+  quat += "\n0,0,0,1.01,0,0,0";
+  for (int c = 7; c < 19 + 18 + 18; ++c) quat += ",0";
+  writeFile(path("quat.csv"), quat + "\n");
+  const std::string out = path("out.csv").string();
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected_in_message;
+    int exit_code;
+  };
+  const std::vector<Case> cases = {
+      // command line
+      {{}, "subcommand", 2},
+      {{"frobnicate"}, "unknown command 'frobnicate'", 2},
+      {{"info"}, "--model", 2},
+      {{"info", "--model", "iiwa14", "--bogus"}, "--bogus", 2},
+      {{"simulate", "--solver", "featherstone"}, "unknown solver 'featherstone'", 2},
+      {{"simulate", "--integrator", "leapfrog"}, "unknown integrator 'leapfrog'", 2},
+      {{"simulate", "--dt", "0"}, "--dt", 2},
+      {{"simulate", "--dt", "-0.001"}, "--dt", 2},
+      {{"simulate", "--dt", "nan"}, "--dt", 2},
+      {{"simulate", "--dt", "fast"}, "--dt", 2},
+      {{"simulate", "--duration", "-1"}, "--duration", 2},
+      {{"simulate", "--duration", "inf"}, "--duration", 2},
+      {{"simulate", "--q0", "1,2,3"}, "--q0: expected 7", 2},
+      {{"simulate", "-m", "pendulum", "--q0", "nan"}, "--q0", 2},
+      {{"simulate", "-m", "pendulum", "--v0", "x"}, "--v0", 2},
+      {{"simulate", "-m", "quadruped", "--q0", "0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"},
+       "quaternion", 2},
+      {{"eval", "-m", "pendulum", "-s", "rk4", "-i", path("ok.csv").string(), "-o", out},
+       "unknown solver 'rk4'", 2},
+      {{"eval", "-m", "pendulum", "-i", path("ok.csv").string()}, "--output", 2},
+      // models
+      {{"info", "--model", "no_such_robot"}, "no_such_robot", 1},
+      {{"info", "--model", path("missing.urdf").string()}, "missing.urdf", 1},
+      {{"info", "--model", path("broken.urdf").string()}, "broken.urdf", 1},
+      {{"info", "--model", path("broken.yaml").string()}, "broken.yaml", 1},
+      {{"info", "--model", path("garbage.yaml").string()}, "garbage.yaml", 1},
+      {{"info", "--model", dir_.string()}, dir_.string(), 1},
+      {{"simulate", "--model", path("broken.urdf").string()}, "broken.urdf", 1},
+      {{"eval", "-m", path("broken.yaml").string(), "-i", path("ok.csv").string(), "-o", out},
+       "broken.yaml", 1},
+      // input files
+      {{"eval", "-m", "pendulum", "-i", path("none.csv").string(), "-o", out}, "none.csv", 1},
+      {{"eval", "-m", "pendulum", "-i", dir_.string(), "-o", out}, dir_.string(), 1},
+      {{"eval", "-m", "pendulum", "-i", path("empty.csv").string(), "-o", out}, "empty.csv", 1},
+      {{"eval", "-m", "pendulum", "-i", path("columns.csv").string(), "-o", out}, "columns.csv:3:",
+       1},
+      {{"eval", "-m", "pendulum", "-i", path("header.csv").string(), "-o", out}, "header.csv:1:",
+       1},
+      {{"eval", "-m", "pendulum", "-i", path("word.csv").string(), "-o", out}, "word.csv:2:", 1},
+      {{"eval", "-m", "pendulum", "-i", path("nan.csv").string(), "-o", out}, "nan.csv:3:", 1},
+      {{"eval", "-m", "pendulum", "-i", path("inf.csv").string(), "-o", out}, "inf.csv:2:", 1},
+      {{"eval", "-m", "pendulum", "-i", path("huge.csv").string(), "-o", out}, "huge.csv:2:", 1},
+      {{"eval", "-m", "pendulum", "-i", path("empty_field.csv").string(), "-o", out},
+       "empty_field.csv:2:", 1},
+      {{"eval", "-m", "quadruped", "-i", path("quat.csv").string(), "-o", out},
+       "quat.csv:2: quaternion", 1},
+      {{"eval", "-m", "quadruped", "--inverse", "-i", path("quat.csv").string(), "-o", out},
+       "quat.csv:2: quaternion", 1},
+      // output files
+      {{"eval", "-m", "pendulum", "-i", path("ok.csv").string(), "-o",
+        path("no/such/dir/out.csv").string()},
+       "out.csv", 1},
+      {{"eval", "-m", "pendulum", "-i", path("ok.csv").string(), "-o", dir_.string()},
+       dir_.string(), 1},
+      {{"simulate", "-m", "pendulum", "-o", path("no/such/dir/traj.csv").string()}, "traj.csv", 1},
+      {{"simulate", "-m", "pendulum", "-o", "/dev/full"}, "/dev/full", 1},
+  };
+  for (const Case& c : cases) {
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    SCOPED_TRACE("hilsim " + joined);
+    const RunResult r = runExe(c.args);
+    EXPECT_TRUE(isOneLineError(r));
+    EXPECT_EQ(r.code, c.exit_code) << r.err;
+    EXPECT_NE(r.err.find(c.expected_in_message), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(out)) << "a failed eval must not leave an output file";
+}
+
+TEST_F(CliTest, HelpAndVersionGoToStdoutWithExitZero) {
+  RunResult r = runExe({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, versionString() + "\n");
+  EXPECT_TRUE(r.err.empty());
+
+  r = runExe({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* command : {"info", "models", "eval", "simulate"}) {
+    EXPECT_NE(r.out.find(command), std::string::npos) << command;
+  }
+  EXPECT_TRUE(r.err.empty());
+
+  for (const char* command : {"info", "eval", "simulate"}) {
+    r = runExe({command, "--help"});
+    EXPECT_EQ(r.code, 0) << command;
+    EXPECT_NE(r.out.find("--model"), std::string::npos) << command;
+  }
+}
+
+TEST_F(CliTest, ExecutableRunsTheMainJob) {
+  const RunResult r = runExe({"simulate", "--duration", "0.05", "--output", path("t.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_NE(r.out.find("mean"), std::string::npos);
+  EXPECT_EQ(readCsv(path("t.csv")).rows.size(), 51u);
+}
+
+// --- text helpers -----------------------------------------------------------------------------
+
+TEST(CliText, NumbersRoundTripAndRejectJunk) {
+  for (const double x : {0.0, -0.0, 0.1, 1.0 / 3.0, -2.5e-300, 1.7976931348623157e308, 4.9e-324}) {
+    EXPECT_EQ(parseNumber(formatNumber(x)).value(), x) << formatNumber(x);
+  }
+  EXPECT_EQ(parseNumber(" +1.5 ").value(), 1.5);
+  EXPECT_EQ(parseNumber("-2E3").value(), -2000.0);
+  for (const char* junk : {"", " ", "1.5x", "x", "1,5", "--1", "+-1", "+", "1e", "0x10", "1 2"}) {
+    EXPECT_FALSE(parseNumber(junk).has_value()) << "'" << junk << "'";
+  }
+  EXPECT_FALSE(parseNumber("1e999").has_value());
+  EXPECT_FALSE(std::isfinite(parseNumber("nan").value()));
+  EXPECT_FALSE(std::isfinite(parseNumber("-inf").value()));
+  EXPECT_EQ(oneLine("a\nb\r\n"), "a; b");
+}
+
+}  // namespace
+}  // namespace hilsim::cli

@@ -1,0 +1,468 @@
+// The real-time paths never touch the heap: Simulator::step for every formulation × integrator, and
+// the algorithms called directly, on a floating tree with every joint type and on a fixed-base
+// chain.
+//
+// Two independent detectors, active only inside an AllocationGuard on the current thread:
+//  1. this binary replaces every global operator new/delete (plain, array, sized, aligned, nothrow)
+//     and the C allocator (malloc, calloc, realloc, free, aligned_alloc, posix_memalign, memalign,
+//     valloc, pvalloc), forwarding to glibc's __libc_* entry points, and counts calls;
+//  2. the binary is compiled with EIGEN_RUNTIME_NO_MALLOC, the guard calls
+//     Eigen::internal::set_is_malloc_allowed(false), and eigen_assert is redirected (below) so that
+//     Eigen's "heap allocation is forbidden" check is recorded even in a Release (NDEBUG) build
+//     instead of being compiled out. This covers Eigen code instantiated in this translation unit
+//     (and engine code if the linker keeps this unit's copies of Eigen's inline allocators); the
+//     allocator hooks cover everything.
+// A self-test proves that an allocation inside the guard is counted, so the suite can fail.
+
+#include <cstddef>
+
+namespace hilsim::test {
+/// Records a failed eigen_assert (notably Eigen's malloc-forbidden check).
+void recordEigenAssertion(const char* condition) noexcept;
+}  // namespace hilsim::test
+
+// Must precede every Eigen include (Eigen only defines eigen_assert when it is not defined).
+#define eigen_assert(x)                                                 \
+  do {                                                                  \
+    if (!static_cast<bool>(x)) ::hilsim::test::recordEigenAssertion(#x); \
+  } while (false)
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/crba.h"
+#include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/algorithms/energy.h"
+#include "engine/algorithms/forward_kinematics.h"
+#include "engine/algorithms/rnea.h"
+#include "engine/algorithms/tree_ldl.h"
+#include "engine/integrators/configuration.h"
+#include "engine/integrators/simulator.h"
+#include "engine/model/model_builder.h"
+#include "tests/support/random_model.h"
+
+#ifndef EIGEN_RUNTIME_NO_MALLOC
+#error "allocation_test must be compiled with EIGEN_RUNTIME_NO_MALLOC (see tests/CMakeLists.txt)"
+#endif
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// The sanitizers own the allocator; replacing it under them is not supported.
+#define HILSIM_ALLOCATION_HOOKS 0
+#else
+#define HILSIM_ALLOCATION_HOOKS 1
+#endif
+
+// ------------------------------------------------------------------------------------------------
+// Counters. Plain thread_local PODs in the executable use the local-exec TLS model: reading them
+// never allocates (unlike dynamic TLS in shared objects), so they are safe inside malloc.
+
+namespace {
+
+thread_local bool t_counting = false;
+thread_local long t_allocations = 0;
+thread_local long t_deallocations = 0;
+thread_local long t_eigen_assertions = 0;
+thread_local const char* t_last_eigen_assertion = nullptr;
+
+inline void noteAllocation() {
+  if (t_counting) ++t_allocations;
+}
+inline void noteDeallocation(const void* p) {
+  if (t_counting && p != nullptr) ++t_deallocations;
+}
+
+}  // namespace
+
+void hilsim::test::recordEigenAssertion(const char* condition) noexcept {
+  ++t_eigen_assertions;
+  t_last_eigen_assertion = condition;
+}
+
+#if HILSIM_ALLOCATION_HOOKS
+
+extern "C" {
+void* __libc_malloc(std::size_t size);
+void* __libc_calloc(std::size_t count, std::size_t size);
+void* __libc_realloc(void* p, std::size_t size);
+void __libc_free(void* p);
+void* __libc_memalign(std::size_t alignment, std::size_t size);
+void* __libc_valloc(std::size_t size);
+void* __libc_pvalloc(std::size_t size);
+
+void* malloc(std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_malloc(size);
+}
+void* calloc(std::size_t count, std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_calloc(count, size);
+}
+void* realloc(void* p, std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_realloc(p, size);
+}
+void free(void* p) noexcept {
+  noteDeallocation(p);
+  __libc_free(p);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_memalign(alignment, size);
+}
+void* memalign(std::size_t alignment, std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
+  noteAllocation();
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return 22;  // EINVAL
+  void* p = __libc_memalign(alignment, size);
+  if (p == nullptr) return 12;  // ENOMEM
+  *out = p;
+  return 0;
+}
+void* valloc(std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_valloc(size);
+}
+void* pvalloc(std::size_t size) noexcept {
+  noteAllocation();
+  return __libc_pvalloc(size);
+}
+}  // extern "C"
+
+namespace {
+
+void* allocate(std::size_t size, std::size_t alignment, bool nothrow) {
+  noteAllocation();
+  if (size == 0) size = 1;
+  void* p = alignment > alignof(std::max_align_t) ? __libc_memalign(alignment, size)
+                                                  : __libc_malloc(size);
+  if (p == nullptr && !nothrow) throw std::bad_alloc();
+  return p;
+}
+
+void deallocate(void* p) noexcept {
+  noteDeallocation(p);
+  __libc_free(p);
+}
+
+constexpr std::size_t kDefault = 0;
+std::size_t alignmentOf(std::align_val_t a) { return static_cast<std::size_t>(a); }
+
+}  // namespace
+
+void* operator new(std::size_t n) { return allocate(n, kDefault, false); }
+void* operator new[](std::size_t n) { return allocate(n, kDefault, false); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, kDefault, true); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, kDefault, true); }
+void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, alignmentOf(a), false); }
+void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, alignmentOf(a), false); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, alignmentOf(a), true);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, alignmentOf(a), true);
+}
+
+void operator delete(void* p) noexcept { deallocate(p); }
+void operator delete[](void* p) noexcept { deallocate(p); }
+void operator delete(void* p, std::size_t) noexcept { deallocate(p); }
+void operator delete[](void* p, std::size_t) noexcept { deallocate(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { deallocate(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { deallocate(p); }
+void operator delete(void* p, std::align_val_t) noexcept { deallocate(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { deallocate(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { deallocate(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { deallocate(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { deallocate(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { deallocate(p); }
+
+#endif  // HILSIM_ALLOCATION_HOOKS
+
+namespace hilsim {
+namespace {
+
+struct Counts {
+  long allocations = 0, deallocations = 0, eigen_assertions = 0;
+};
+
+/// Counts heap traffic on this thread between construction and stop() (or destruction), with
+/// Eigen's runtime malloc check armed. Nothing inside may allocate, including gtest assertions:
+/// check the counts after stop().
+class AllocationGuard {
+ public:
+  AllocationGuard() {
+    allocations_ = t_allocations;
+    deallocations_ = t_deallocations;
+    eigen_assertions_ = t_eigen_assertions;
+    Eigen::internal::set_is_malloc_allowed(false);
+    t_counting = true;
+  }
+  ~AllocationGuard() { stop(); }
+  AllocationGuard(const AllocationGuard&) = delete;
+  AllocationGuard& operator=(const AllocationGuard&) = delete;
+
+  Counts stop() {
+    if (t_counting) {
+      t_counting = false;
+      Eigen::internal::set_is_malloc_allowed(true);
+      counts_ = Counts{t_allocations - allocations_, t_deallocations - deallocations_,
+                       t_eigen_assertions - eigen_assertions_};
+    }
+    return counts_;
+  }
+
+ private:
+  long allocations_ = 0, deallocations_ = 0, eigen_assertions_ = 0;
+  Counts counts_;
+};
+
+void expectNoHeapTraffic(const Counts& c, const std::string& what) {
+  EXPECT_EQ(c.allocations, 0) << what;
+  EXPECT_EQ(c.deallocations, 0) << what;
+  EXPECT_EQ(c.eigen_assertions, 0)
+      << what << ": " << (t_last_eigen_assertion ? t_last_eigen_assertion : "");
+}
+
+// Keeps the compiler from eliding the self-test's allocations.
+void* volatile g_sink = nullptr;
+
+// ------------------------------------------------------------------------------------------------
+
+TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  using MallocFn = void* (*)(std::size_t);
+  MallocFn volatile malloc_fn = &std::malloc;  // opaque to the optimiser
+  struct alignas(64) Overaligned {
+    double x[8];
+  };
+  {
+    AllocationGuard guard;
+    int* a = new int(1);
+    g_sink = a;
+    delete a;
+    double* b = new double[16];
+    g_sink = b;
+    delete[] b;
+    Overaligned* c = new Overaligned();
+    g_sink = c;
+    delete c;
+    int* d = new (std::nothrow) int(2);
+    g_sink = d;
+    delete d;
+    void* e = malloc_fn(100);
+    g_sink = e;
+    e = std::realloc(e, 1000);
+    g_sink = e;
+    std::free(e);
+    void* f = std::calloc(10, 10);
+    g_sink = f;
+    std::free(f);
+    {
+      std::vector<double> g(100, 1.0);
+      g_sink = g.data();
+    }
+    const Counts counts = guard.stop();
+    EXPECT_EQ(counts.allocations, 8);
+    EXPECT_EQ(counts.deallocations, 7);  // realloc moves the block without calling free
+    EXPECT_EQ(counts.eigen_assertions, 0);
+  }
+  {
+    // an Eigen heap matrix trips both detectors
+    AllocationGuard guard;
+    {
+      Eigen::VectorXd x(64);
+      g_sink = x.data();
+    }
+    const Counts counts = guard.stop();
+    EXPECT_GE(counts.allocations, 1);
+    EXPECT_GE(counts.deallocations, 1);
+    EXPECT_GE(counts.eigen_assertions, 1);
+  }
+  {
+    // outside a guard nothing is counted
+    const long before = t_allocations;
+    int* a = new int(3);
+    g_sink = a;
+    delete a;
+    EXPECT_EQ(t_allocations, before);
+  }
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
+
+/// A floating tree with every joint type, damping and armature, and a few welded bodies.
+Model floatingTree() {
+  std::mt19937 rng(31);
+  test::RandomTreeOptions options;
+  options.bodies = 20;
+  return test::randomTree(rng, options);
+}
+
+/// A fixed-base serial chain of revolute joints (a manipulator-like model).
+Model fixedBaseChain() {
+  ModelBuilder builder("chain");
+  std::string parent = "world";
+  for (int k = 0; k < 7; ++k) {
+    const std::string name = "link" + std::to_string(k);
+    const Vector3 axis = k % 2 == 0 ? Vector3::UnitZ() : Vector3::UnitY();
+    builder.addBody(name, parent, Joint::revolute(axis),
+                    Transform(Matrix3::Identity(), Vector3(0.0, 0.0, k == 0 ? 0.0 : 0.3)),
+                    Inertia(2.0, Vector3(0.0, 0.0, 0.15), Vector3(0.02, 0.02, 0.005).asDiagonal()),
+                    JointProperties{0.1, 0.01});
+    parent = name;
+  }
+  return builder.build();
+}
+
+struct SimulatorCase {
+  const char* model_name;
+  Formulation formulation;
+  Integrator integrator;
+};
+
+void PrintTo(const SimulatorCase& c, std::ostream* os) {
+  *os << c.model_name << " " << formulationName(c.formulation) << " "
+      << integratorName(c.integrator);
+}
+
+class SimulatorAllocations : public ::testing::TestWithParam<SimulatorCase> {};
+
+TEST_P(SimulatorAllocations, TenThousandStepsAllocateNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  const SimulatorCase c = GetParam();
+  const auto model = std::make_shared<const Model>(
+      std::string(c.model_name) == "floating_tree" ? floatingTree() : fixedBaseChain());
+  std::mt19937 rng(5);
+  Simulator sim(model, c.formulation, c.integrator, 1e-3);
+  sim.setState(test::randomConfiguration(*model, rng), test::randomVector(model->nv, rng, 0.1));
+  const Eigen::VectorXd tau = test::randomVector(model->nv, rng, 0.1);
+  Counts counts;
+  {
+    AllocationGuard guard;
+    for (int k = 0; k < 10000; ++k) sim.step(tau);
+    counts = guard.stop();
+  }
+  expectNoHeapTraffic(counts, std::string(c.model_name) + " " +
+                                  std::string(formulationName(c.formulation)) + " " +
+                                  std::string(integratorName(c.integrator)));
+  EXPECT_NEAR(sim.time(), 10.0, 1e-9);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, SimulatorAllocations,
+    ::testing::Values(
+        SimulatorCase{"floating_tree", Formulation::kAba, Integrator::kSemiImplicitEuler},
+        SimulatorCase{"floating_tree", Formulation::kAba, Integrator::kRk4},
+        SimulatorCase{"floating_tree", Formulation::kCrba, Integrator::kSemiImplicitEuler},
+        SimulatorCase{"floating_tree", Formulation::kCrba, Integrator::kRk4},
+        SimulatorCase{"fixed_chain", Formulation::kAba, Integrator::kSemiImplicitEuler},
+        SimulatorCase{"fixed_chain", Formulation::kAba, Integrator::kRk4},
+        SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kSemiImplicitEuler},
+        SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kRk4}),
+    [](const auto& info) {
+      return std::string(info.param.model_name) + "_" +
+             std::string(formulationName(info.param.formulation)) + "_" +
+             std::string(integratorName(info.param.integrator));
+    });
+
+// Every algorithm called directly, repeatedly, with and without external wrenches.
+class AlgorithmAllocations : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  const Model model = std::string(GetParam()) == "floating_tree" ? floatingTree() : fixedBaseChain();
+  Data data(model);
+  std::mt19937 rng(6);
+  const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+  const Eigen::VectorXd v = test::randomVector(model.nv, rng);
+  const Eigen::VectorXd a = test::randomVector(model.nv, rng);
+  const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
+  std::vector<ForceVector> f_ext(model.nbodies);
+  for (auto& f : f_ext) f = test::randomVector(6, rng);
+  const std::span<const ForceVector> wrenches(f_ext);
+  Eigen::VectorXd q_next(model.nq), b(model.nv);
+  double sum = 0.0;  // consumes the results
+  Counts counts;
+  {
+    AllocationGuard guard;
+    for (int k = 0; k < 200; ++k) {
+      sum += rnea(model, data, q, v, a)(0);
+      sum += rnea(model, data, q, v, a, wrenches)(0);
+      sum += nonLinearEffects(model, data, q, v)(0);
+      sum += nonLinearEffects(model, data, q, v, wrenches)(0);
+      sum += crba(model, data, q)(0, 0);
+      sum += aba(model, data, q, v, tau)(0);
+      sum += aba(model, data, q, v, tau, wrenches)(0);
+      sum += crbaForwardDynamics(model, data, q, v, tau)(0);
+      sum += crbaForwardDynamics(model, data, q, v, tau, wrenches)(0);
+      data.M_factor = data.M;
+      treeLdlFactor(model, data.M_factor);
+      b = tau;
+      treeLdlSolve(model, data.M_factor, b);
+      sum += b(0);
+      forwardKinematics(model, data, q);
+      forwardKinematics(model, data, q, v);
+      forwardKinematics(model, data, q, v, a);
+      sum += bodyVelocityInBodyFrame(data, model.nbodies - 1)(0);
+      sum += bodyOriginVelocity(data, model.nbodies - 1)(0);
+      sum += bodyOriginAcceleration(data, model.nbodies - 1)(0);
+      sum += kineticEnergy(model, data, q, v);
+      sum += potentialEnergy(model, data, q);
+      integrateConfiguration(model, q, v, 1e-3, q_next);
+      normalizeConfiguration(model, q_next);
+      sum += q_next(0);
+    }
+    counts = guard.stop();
+  }
+  expectNoHeapTraffic(counts, GetParam());
+  EXPECT_TRUE(std::isfinite(sum));
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, AlgorithmAllocations,
+                         ::testing::Values("floating_tree", "fixed_chain"));
+
+// Simulator::energy() and setState() are also callable from the loop.
+TEST(SimulatorStateAllocations, EnergyAndSetStateAllocateNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  const auto model = std::make_shared<const Model>(floatingTree());
+  std::mt19937 rng(8);
+  Simulator sim(model, Formulation::kAba, Integrator::kRk4, 1e-3);
+  const Eigen::VectorXd q = test::randomConfiguration(*model, rng);
+  const Eigen::VectorXd v = test::randomVector(model->nv, rng);
+  double sum = 0.0;
+  Counts counts;
+  {
+    AllocationGuard guard;
+    for (int k = 0; k < 100; ++k) {
+      sim.setState(q, v, 0.0);
+      sum += sim.energy();
+    }
+    counts = guard.stop();
+  }
+  expectNoHeapTraffic(counts, "energy/setState");
+  EXPECT_TRUE(std::isfinite(sum));
+#endif
+}
+
+}  // namespace
+}  // namespace hilsim

@@ -1,0 +1,446 @@
+// URDF loading: mapping of every supported element onto the Model, equivalence with a model built
+// directly, and one distinct error (naming file and element) for every class of bad file.
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
+#include <cmath>
+#include <initializer_list>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "engine/algorithms/crba.h"
+#include "engine/io/loader_util.h"
+#include "engine/io/model_loader.h"
+#include "engine/model/model_builder.h"
+#include "tests/support/random_model.h"
+#include "tests/support/tolerances.h"
+
+namespace hilsim {
+namespace {
+
+using test::kAlgebraTol;
+using test::relativeDifference;
+
+// --- fixtures written inline ---
+
+std::string inertial(const std::string& xyz, const std::string& rpy, double mass,
+                     const std::string& moments) {
+  return "<inertial><origin xyz='" + xyz + "' rpy='" + rpy + "'/><mass value='" +
+         std::to_string(mass) + "'/><inertia " + moments + "/></inertial>";
+}
+
+std::string moments(double ixx, double iyy, double izz, double ixy = 0, double ixz = 0,
+                    double iyz = 0) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "ixx='" << ixx << "' iyy='" << iyy << "' izz='" << izz << "' ixy='" << ixy << "' ixz='"
+    << ixz << "' iyz='" << iyz << "'";
+  return s.str();
+}
+
+std::string link(const std::string& name, const std::string& inner = "") {
+  return "<link name='" + name + "'>" + inner + "</link>";
+}
+
+std::string joint(const std::string& name, const std::string& type, const std::string& parent,
+                  const std::string& child, const std::string& extra = "") {
+  return "<joint name='" + name + "' type='" + type + "'><parent link='" + parent +
+         "'/><child link='" + child + "'/>" + extra + "</joint>";
+}
+
+std::string robot(const std::string& body) { return "<robot name='r'>" + body + "</robot>"; }
+
+const std::string kGoodInertial = inertial("0 0 0", "0 0 0", 1.0, moments(0.01, 0.01, 0.01));
+
+// A URDF exercising rotated inertial frames, rotated joint origins, a welded link between two
+// moving ones, and revolute, continuous and prismatic joints.
+std::string rotatedRobot() {
+  return robot(
+      link("base", inertial("0.1 0 0.05", "0.3 -0.2 0.5", 2.0,
+                            moments(0.02, 0.03, 0.04, 0.001, -0.002, 0.003))) +
+      joint("j1", "revolute", "base", "l1",
+            "<origin xyz='0 0 0.3' rpy='0.1 0.2 0.3'/><axis xyz='0 0 2'/>"
+            "<limit lower='-2' upper='2.5' effort='50' velocity='3'/><dynamics damping='0.5'/>") +
+      link("l1", inertial("0 0.05 0.1", "1.0 0.4 -0.7", 1.5,
+                          moments(0.015, 0.012, 0.008, 0.0005, 0.0, -0.001))) +
+      joint("tool_mount", "fixed", "l1", "tool", "<origin xyz='0.2 0 0' rpy='0 1.2 0'/>") +
+      link("tool", inertial("0.03 0 0", "0.2 0.1 -0.3", 0.7, moments(0.002, 0.003, 0.004))) +
+      joint("j2", "continuous", "tool", "l2",
+            "<origin xyz='0 0.1 0' rpy='-0.4 0 0.2'/><axis xyz='1 1 0'/>") +
+      link("l2", inertial("0.1 0.1 0", "0 0 0.8", 1.1, moments(0.01, 0.02, 0.025))) +
+      joint("j3", "prismatic", "l2", "l3",
+            "<origin xyz='0 0 0.2' rpy='0.5 0.5 0.5'/><axis xyz='0 1 0'/>"
+            "<limit lower='-0.1' upper='0.2' effort='10' velocity='1'/>") +
+      link("l3", inertial("0 0 -0.05", "-0.6 0.2 1.1", 0.4, moments(0.001, 0.0015, 0.002))));
+}
+
+Matrix3 rpy(double r, double p, double y) {
+  return (Eigen::AngleAxisd(y, Vector3::UnitZ()) * Eigen::AngleAxisd(p, Vector3::UnitY()) *
+          Eigen::AngleAxisd(r, Vector3::UnitX()))
+      .toRotationMatrix();
+}
+
+// URDF inertia (about the com, in the <inertial> frame at xyz/rpy) in the link frame.
+Inertia linkInertia(const Vector3& xyz, const Vector3& angles, double mass, double ixx, double iyy,
+                    double izz, double ixy, double ixz, double iyz) {
+  Matrix3 i;
+  i << ixx, ixy, ixz, ixy, iyy, iyz, ixz, iyz, izz;
+  const Matrix3 r = rpy(angles.x(), angles.y(), angles.z());
+  return Inertia(mass, xyz, r * i * r.transpose());
+}
+
+// rotatedRobot() built by hand with ModelBuilder.
+Model rotatedRobotByHand(bool floating_base) {
+  ModelBuilder b("r");
+  BodySpec base;
+  base.name = "base";
+  base.inertia =
+      linkInertia({0.1, 0, 0.05}, {0.3, -0.2, 0.5}, 2.0, 0.02, 0.03, 0.04, 0.001, -0.002, 0.003);
+  if (floating_base) {
+    base.joint = Joint::freeFlyer();
+    base.joint_name = "root_joint";
+  }
+  b.addBody(base);
+  JointProperties p1;
+  p1.lower = -2;
+  p1.upper = 2.5;
+  p1.effort = 50;
+  p1.velocity = 3;
+  p1.damping = 0.5;
+  b.addBody(
+      "l1", "base", Joint::revolute(Vector3::UnitZ()),
+      Transform(rpy(0.1, 0.2, 0.3), Vector3(0, 0, 0.3)),
+      linkInertia({0, 0.05, 0.1}, {1.0, 0.4, -0.7}, 1.5, 0.015, 0.012, 0.008, 0.0005, 0.0, -0.001),
+      p1);
+  b.addFixedBody("tool", "l1", Transform(rpy(0, 1.2, 0), Vector3(0.2, 0, 0)),
+                 linkInertia({0.03, 0, 0}, {0.2, 0.1, -0.3}, 0.7, 0.002, 0.003, 0.004, 0, 0, 0));
+  b.addBody("l2", "tool", Joint::revolute(Vector3(1, 1, 0)),
+            Transform(rpy(-0.4, 0, 0.2), Vector3(0, 0.1, 0)),
+            linkInertia({0.1, 0.1, 0}, {0, 0, 0.8}, 1.1, 0.01, 0.02, 0.025, 0, 0, 0));
+  JointProperties p3;
+  p3.lower = -0.1;
+  p3.upper = 0.2;
+  p3.effort = 10;
+  p3.velocity = 1;
+  b.addBody("l3", "l2", Joint::prismatic(Vector3::UnitY()),
+            Transform(rpy(0.5, 0.5, 0.5), Vector3(0, 0, 0.2)),
+            linkInertia({0, 0, -0.05}, {-0.6, 0.2, 1.1}, 0.4, 0.001, 0.0015, 0.002, 0, 0, 0), p3);
+  return b.build();
+}
+
+// Loading `xml` must throw a one-line ModelError naming bad.urdf and containing every `part`.
+void expectUrdfError(const std::string& xml, std::initializer_list<std::string> parts,
+                     bool floating_base = false) {
+  try {
+    loadUrdfString(xml, floating_base, "bad.urdf");
+    ADD_FAILURE() << "no error for:\n" << xml;
+  } catch (const ModelError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("bad.urdf: ", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    for (const std::string& part : parts)
+      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+// --- mapping ---
+
+TEST(UrdfLoader, RotatedInertialsAndFixedJointsGiveTheBuilderMassMatrix) {
+  for (bool floating : {false, true}) {
+    const Model loaded = loadUrdfString(rotatedRobot(), floating, "rotated.urdf");
+    const Model direct = rotatedRobotByHand(floating);
+    ASSERT_EQ(loaded.nq, direct.nq);
+    ASSERT_EQ(loaded.nv, direct.nv);
+    ASSERT_EQ(loaded.nbodies, direct.nbodies);
+    EXPECT_EQ(loaded.nv, floating ? 9 : 3);
+    for (int i = 1; i < loaded.nbodies; ++i) {
+      EXPECT_EQ(loaded.body_names[i], direct.body_names[i]);
+      EXPECT_EQ(loaded.parent[i], direct.parent[i]);
+      EXPECT_TRUE(loaded.inertias[i].isApprox(direct.inertias[i], 1e-13)) << loaded.body_names[i];
+    }
+    Data data_loaded(loaded), data_direct(direct);
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 5; ++trial) {
+      const Eigen::VectorXd q = test::randomConfiguration(loaded, rng);
+      const Eigen::MatrixXd m_loaded = crba(loaded, data_loaded, q);
+      const Eigen::MatrixXd m_direct = crba(direct, data_direct, q);
+      EXPECT_LT(relativeDifference(m_loaded, m_direct), kAlgebraTol) << "floating " << floating;
+    }
+  }
+}
+
+TEST(UrdfLoader, KeepsNamesLimitsDampingAndWeldedFrames) {
+  const Model m = loadUrdfString(rotatedRobot(), false, "rotated.urdf");
+  EXPECT_EQ(m.name, "r");
+  EXPECT_EQ(m.jointIndex("j1"), m.bodyIndex("l1"));
+  EXPECT_EQ(m.jointIndex("j2"), m.bodyIndex("l2"));
+  EXPECT_EQ(m.jointIndex("tool_mount"), -1);  // welded
+  ASSERT_GE(m.frameIndex("tool"), 0);
+  EXPECT_EQ(m.frames[m.frameIndex("tool")].body, m.bodyIndex("l1"));
+  ASSERT_GE(m.frameIndex("base"), 0);
+  EXPECT_EQ(m.frames[m.frameIndex("base")].body, 0);  // fixed base: welded to the world
+  const int j1 = m.idx_v[m.jointIndex("j1")];
+  EXPECT_EQ(m.lower_limit[j1], -2.0);
+  EXPECT_EQ(m.upper_limit[j1], 2.5);
+  EXPECT_EQ(m.effort_limit[j1], 50.0);
+  EXPECT_EQ(m.velocity_limit[j1], 3.0);
+  EXPECT_EQ(m.damping[j1], 0.5);
+  const int j2 = m.idx_v[m.jointIndex("j2")];  // continuous: no position limits
+  EXPECT_TRUE(std::isinf(m.lower_limit[j2]) && m.lower_limit[j2] < 0);
+  EXPECT_TRUE(std::isinf(m.upper_limit[j2]));
+  EXPECT_NEAR(m.joints[m.jointIndex("j2")].axis.norm(), 1.0, 1e-15);
+  EXPECT_NEAR(m.joints[m.jointIndex("j1")].axis.z(), 1.0, 1e-15);  // <axis xyz="0 0 2">
+  EXPECT_EQ(m.joints[m.jointIndex("j3")].type, JointType::kPrismatic);
+}
+
+TEST(UrdfLoader, FloatingBaseAddsRootJoint) {
+  const Model m = loadUrdfString(rotatedRobot(), true, "rotated.urdf");
+  EXPECT_EQ(m.jointIndex("root_joint"), 1);
+  EXPECT_EQ(m.body_names[1], "base");
+  EXPECT_EQ(m.joints[1].type, JointType::kFreeFlyer);
+  EXPECT_EQ(m.nq, 10);
+  EXPECT_EQ(m.nv, 9);
+}
+
+TEST(UrdfLoader, WorldRootLinkIsTheGround) {
+  const std::string xml =
+      robot(link("world") + joint("anchor", "fixed", "world", "base", "<origin xyz='0 0 1'/>") +
+            link("base", kGoodInertial) +
+            joint("j", "revolute", "base", "arm",
+                  "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/>") +
+            link("arm", kGoodInertial) + joint("free", "floating", "world", "ball") +
+            link("ball", kGoodInertial));
+  const Model m = loadUrdfString(xml);
+  EXPECT_EQ(m.nbodies, 3);  // world, arm, ball
+  EXPECT_EQ(m.nq, 1 + 7);
+  EXPECT_EQ(m.nv, 1 + 6);
+  EXPECT_EQ(m.parent[m.bodyIndex("arm")], 0);
+  EXPECT_EQ(m.joint_placement[m.bodyIndex("arm")].translation, Vector3(0, 0, 1));
+  EXPECT_EQ(m.joints[m.bodyIndex("ball")].type, JointType::kFreeFlyer);
+  EXPECT_EQ(m.frames[m.frameIndex("base")].body, 0);
+}
+
+TEST(UrdfLoader, PlanarJointNormalIsTheAxis) {
+  const Model m = loadUrdfString(robot(link("base") +
+                                       joint("p", "planar", "base", "puck", "<axis xyz='0 0 3'/>") +
+                                       link("puck", kGoodInertial)));
+  ASSERT_EQ(m.nbodies, 2);
+  EXPECT_EQ(m.joints[1].type, JointType::kPlanar);
+  EXPECT_LT((m.joints[1].axis - Vector3::UnitZ()).norm(), 1e-15);
+  EXPECT_EQ(m.nq, 3);
+}
+
+TEST(UrdfLoader, LinksWithoutInertialHaveZeroInertiaAndMimicJointsAreIndependent) {
+  const std::string xml =
+      robot(link("base") + joint("a", "continuous", "base", "massless", "<axis xyz='0 0 1'/>") +
+            link("massless") + joint("b", "continuous", "massless", "tip", "<axis xyz='1 0 0'/>") +
+            link("tip", kGoodInertial) +
+            joint("c", "continuous", "tip", "follower",
+                  "<axis xyz='1 0 0'/><mimic joint='b' multiplier='2' offset='0'/>") +
+            link("follower", kGoodInertial));
+  const Model m = loadUrdfString(xml);
+  EXPECT_EQ(m.nv, 3);
+  EXPECT_EQ(m.inertias[m.bodyIndex("massless")].mass, 0.0);
+  EXPECT_TRUE(m.inertias[m.bodyIndex("massless")].inertia_com.isZero(0.0));
+}
+
+TEST(UrdfLoader, BodiesFollowFileOrderNotNameOrder) {
+  const std::string xml =
+      robot(link("base") + joint("z_first", "continuous", "base", "one", "<axis xyz='0 0 1'/>") +
+            link("one", kGoodInertial) +
+            joint("a_second", "continuous", "base", "two", "<axis xyz='0 0 1'/>") +
+            link("two", kGoodInertial) + "<!-- <joint name='two_child' type='fixed'> -->" +
+            joint("m_third", "continuous", "one", "three", "<axis xyz='0 0 1'/>") +
+            link("three", kGoodInertial));
+  const Model m = loadUrdfString(xml);
+  ASSERT_EQ(m.nbodies, 4);
+  // depth first from the root, children in file order
+  EXPECT_EQ(m.body_names[1], "one");
+  EXPECT_EQ(m.body_names[2], "three");
+  EXPECT_EQ(m.body_names[3], "two");
+}
+
+TEST(UrdfLoader, ToleratesPlaceholderInertiaWeldedToARealBody) {
+  // anymal_b's pattern: a 1e-6 kg root link whose inertia breaks the triangle inequality, welded
+  // to the real base; the composite body is physical
+  const std::string xml =
+      robot(link("base",
+                 "<inertial><mass value='1e-6'/><inertia ixx='1e-6' ixy='1e-6' ixz='1e-6' "
+                 "iyy='1e-6' iyz='1e-6' izz='1e-6'/></inertial>") +
+            joint("weld", "fixed", "base", "body") + link("body", kGoodInertial));
+  EXPECT_EQ(loadUrdfString(xml, true).nv, 6);
+}
+
+TEST(UrdfLoader, LoadsFromFile) {
+  const Model m = loadUrdf(HILSIM_TEST_DATA_DIR "/io/two_link.urdf", true);
+  EXPECT_EQ(m.name, "two_link");
+  EXPECT_EQ(m.nv, 8);
+  EXPECT_EQ(m.nq, 9);
+}
+
+// --- errors: one distinct message per class ---
+
+TEST(UrdfLoaderErrors, MalformedXml) {
+  expectUrdfError("<robot name='r'><link name='a'></robot>", {"malformed XML"});
+  expectUrdfError("", {"malformed XML"});
+  expectUrdfError("<model/>", {"robot"});
+}
+
+TEST(UrdfLoaderErrors, MissingMass) {
+  expectUrdfError(robot(link("a", "<inertial><inertia " + moments(1, 1, 1) + "/></inertial>")),
+                  {"link 'a'", "mass"});
+}
+
+TEST(UrdfLoaderErrors, NegativeMass) {
+  expectUrdfError(robot(link("a", inertial("0 0 0", "0 0 0", -1.0, moments(1, 1, 1)))),
+                  {"link 'a'", "negative"});
+}
+
+TEST(UrdfLoaderErrors, NegativeMassInAFileNamesTheFile) {
+  const std::string path = HILSIM_TEST_DATA_DIR "/io/bad_negative_mass.urdf";
+  try {
+    loadUrdf(path);
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind(path + ": link 'arm': ", 0), 0u) << message;
+  }
+}
+
+TEST(UrdfLoaderErrors, NonPsdInertia) {
+  expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+                        link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 1, 2, 0, 0)))),
+                  {"link 'b'", "positive semi-definite"});
+}
+
+TEST(UrdfLoaderErrors, TriangleInequalityViolation) {
+  expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+                        link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3)))),
+                  {"link 'b'", "triangle"});
+  // a bad welded link is reported with the body it is welded to
+  expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+                        link("b") + joint("w", "fixed", "b", "c") +
+                        link("c", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3)))),
+                  {"link 'b' (with welded links 'c')", "triangle"});
+}
+
+TEST(UrdfLoaderErrors, UnknownParent) {
+  expectUrdfError(robot(link("a") + link("b") + joint("j", "fixed", "zz", "b")),
+                  {"joint 'j'", "parent link [zz]"});
+}
+
+TEST(UrdfLoaderErrors, Cycles) {
+  // b has two parents
+  expectUrdfError(robot(link("a") + link("b") + link("c") + joint("j1", "fixed", "a", "b") +
+                        joint("j2", "fixed", "b", "c") + joint("j3", "fixed", "c", "b")),
+                  {"link 'b'", "two parent joints", "'j1'", "'j3'"});
+  // a loop detached from the root
+  expectUrdfError(robot(link("a") + link("b") + link("c") + joint("j2", "fixed", "b", "c") +
+                        joint("j3", "fixed", "c", "b")),
+                  {"link '", "kinematic loop"});
+  // everything in the loop: no root at all
+  expectUrdfError(robot(link("a") + link("b") + joint("j1", "fixed", "a", "b") +
+                        joint("j2", "fixed", "b", "a")),
+                  {"root"});
+}
+
+TEST(UrdfLoaderErrors, DuplicateNames) {
+  expectUrdfError(robot(link("a") + link("a")), {"link 'a'", "duplicate name"});
+  expectUrdfError(robot(link("a") + link("b") + link("c") + joint("j", "fixed", "a", "b") +
+                        joint("j", "fixed", "a", "c")),
+                  {"joint 'j'", "duplicate name"});
+  // the added root joint must not clash with a joint of the file
+  expectUrdfError(
+      robot(link("a") + joint("root_joint", "continuous", "a", "b") + link("b", kGoodInertial)),
+      {"duplicate joint name 'root_joint'"}, true);
+}
+
+TEST(UrdfLoaderErrors, NanAndInf) {
+  expectUrdfError(robot(link("a", "<inertial><mass value='nan'/><inertia " + moments(1, 1, 1) +
+                                      "/></inertial>")),
+                  {"link 'a'", "mass"});
+  expectUrdfError(robot(link("a",
+                             "<inertial><mass value='1'/><inertia ixx='inf' iyy='1' "
+                             "izz='1' ixy='0' ixz='0' iyz='0'/></inertial>")),
+                  {"link 'a'"});
+  expectUrdfError(
+      robot(link("a") + link("b") + joint("j", "continuous", "a", "b", "<origin xyz='nan 0 0'/>")),
+      {"joint 'j'"});
+  expectUrdfError(
+      robot(link("a") + link("b") + joint("j", "continuous", "a", "b", "<axis xyz='0 inf 0'/>")),
+      {"joint 'j'"});
+  expectUrdfError(robot(link("a") + link("b") +
+                        joint("j", "continuous", "a", "b", "<dynamics damping='NaN'/>")),
+                  {"joint 'j'"});
+}
+
+TEST(UrdfLoaderErrors, UnsupportedJointType) {
+  expectUrdfError(robot(link("a") + link("b") + joint("j", "ball", "a", "b")),
+                  {"joint 'j'", "unsupported joint type 'ball'", "floating"});
+}
+
+TEST(UrdfLoaderErrors, BadJoints) {
+  expectUrdfError(robot(link("a") + link("b", kGoodInertial) +
+                        joint("j", "continuous", "a", "b", "<axis xyz='0 0 0'/>")),
+                  {"joint 'j'", "non-zero"});
+  expectUrdfError(robot(link("a") + link("b") + joint("j", "revolute", "a", "b")),
+                  {"joint 'j'", "limits"});
+  expectUrdfError(robot(link("a") + link("b", kGoodInertial) +
+                        joint("j", "revolute", "a", "b",
+                              "<limit lower='1' upper='-1' effort='1' velocity='1'/>")),
+                  {"joint 'j'", "lower limit"});
+  // a floating joint below a moving link
+  expectUrdfError(robot(link("a") + link("b", kGoodInertial) + link("c", kGoodInertial) +
+                        joint("j", "continuous", "a", "b") + joint("f", "floating", "b", "c")),
+                  {"joint 'f'", "world"});
+}
+
+TEST(UrdfLoaderErrors, MisusedWorldLink) {
+  expectUrdfError(robot(link("world", kGoodInertial) + joint("j", "continuous", "world", "b") +
+                        link("b", kGoodInertial)),
+                  {"link 'world'", "ground"});
+  expectUrdfError(
+      robot(link("world") + joint("j", "continuous", "world", "b") + link("b", kGoodInertial)),
+      {"link 'world'", "floating_base"}, true);
+}
+
+TEST(UrdfLoaderErrors, MissingFile) {
+  try {
+    loadUrdf("/nonexistent/dir/robot.urdf");
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open '/nonexistent/dir/robot.urdf'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Any truncation or byte corruption of a real URDF loads or throws ModelError: never a crash.
+TEST(UrdfLoaderErrors, CorruptedFilesNeverCrash) {
+  const std::string good = io_detail::readTextFile(HILSIM_MODEL_DIR "/iiwa14.urdf");
+  for (std::size_t cut = 0; cut < good.size(); cut += 97) {
+    try {
+      loadUrdfString(good.substr(0, cut));
+    } catch (const ModelError&) {
+    }
+  }
+  std::mt19937 rng(3);
+  const std::string junk = "<>\"'/= -.0123456789naif\x01\xff";
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text = good;
+    for (int k = 0; k < 4; ++k) {
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - 1)(rng);
+      text[at] = junk[std::uniform_int_distribution<std::size_t>(0, junk.size() - 1)(rng)];
+    }
+    try {
+      const Model m = loadUrdfString(text);
+      EXPECT_LE(m.nv, 7);
+    } catch (const ModelError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hilsim

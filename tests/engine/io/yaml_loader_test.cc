@@ -1,0 +1,475 @@
+// Native YAML models: every key maps onto the Model, YAML and URDF descriptions of one robot give
+// the same dynamics, the URDF wrapper works, and every class of bad file has its own error naming
+// file, line and element.
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
+#include <cmath>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/crba.h"
+#include "engine/io/loader_util.h"
+#include "engine/io/model_loader.h"
+#include "tests/support/random_model.h"
+#include "tests/support/tolerances.h"
+
+namespace hilsim {
+namespace {
+
+using test::relativeDifference;
+
+// Same model, two file formats: only the rounding of rpy → rotation may differ.
+constexpr double kSameModelTol = 1e-13;
+
+// Loading `yaml` must throw a one-line ModelError starting with "bad.yaml" and containing every
+// `part`.
+void expectYamlError(const std::string& yaml, std::initializer_list<std::string> parts,
+                     const std::string& base_directory = ".") {
+  try {
+    loadYamlString(yaml, base_directory, "bad.yaml");
+    ADD_FAILURE() << "no error for:\n" << yaml;
+  } catch (const ModelError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("bad.yaml", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    for (const std::string& part : parts)
+      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+// One body on a revolute joint, with `extra` lines appended to the body and the joint/inertia
+// replaced when given.
+std::string oneBody(const std::string& joint = "{type: revolute, axis: [0, 0, 1]}",
+                    const std::string& inertia = "{mass: 1.0, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}") {
+  return "bodies:\n"
+         "  - name: a\n"
+         "    joint: " +
+         joint +
+         "\n"
+         "    inertia: " +
+         inertia + "\n";
+}
+
+const char* const kEverything = R"(version: 1
+name: everything
+gravity: [0, 0, -1.62]
+bodies:
+  - name: cart
+    parent: world
+    joint: {type: prismatic, name: rail, axis: [2, 0, 0], damping: 0.3, armature: 0.01,
+            limits: {lower: -1, upper: 1, velocity: 2, effort: 30}}
+    placement: {xyz: [0, 0, 0.5], quaternion: [0.7071067811865476, 0, 0, 0.7071067811865476]}
+    inertia: {mass: 2, com: [0.1, 0, 0], inertia: [0.02, 0.03, 0.04, 0.001, 0.002, 0.003]}
+  - name: ball
+    parent: cart
+    joint: {type: spherical, damping: 0.1}
+    placement: {xyz: [0, 0, 0.1], rpy: [0, 0, 1.5707963267948966]}
+    inertia: {mass: 0.5, inertia: [1.0e-3, 1.0e-3, 1.0e-3, 0, 0, 0]}
+  - name: puck
+    parent: ball
+    joint: {type: planar, axis: [0, 0, 1], limits: {velocity: 3}}
+    inertia: {mass: 0.2, inertia: [1.0e-3, 1.0e-3, 2.0e-3, 0, 0, 0]}
+  - name: sensor
+    parent: puck
+    joint: {type: fixed}
+    placement: {xyz: [0.05, 0, 0]}
+  - name: drone
+    joint: {type: free}
+    inertia: {mass: 1.5, inertia: [0.01, 0.01, 0.02, 0, 0, 0]}
+)";
+
+// --- mapping ---
+
+TEST(YamlLoader, EveryKeyReachesTheModel) {
+  const Model m = loadYamlString(kEverything);
+  EXPECT_EQ(m.name, "everything");
+  EXPECT_EQ(m.gravity, Vector3(0, 0, -1.62));
+  EXPECT_EQ(m.nbodies, 5);  // sensor is welded
+  EXPECT_EQ(m.nq, 1 + 4 + 3 + 7);
+  EXPECT_EQ(m.nv, 1 + 3 + 3 + 6);
+
+  const int cart = m.bodyIndex("cart");
+  EXPECT_EQ(m.jointIndex("rail"), cart);
+  EXPECT_EQ(m.joints[cart].type, JointType::kPrismatic);
+  EXPECT_LT((m.joints[cart].axis - Vector3::UnitX()).norm(), 1e-15);
+  const int rail = m.idx_v[cart];
+  EXPECT_EQ(m.damping[rail], 0.3);
+  EXPECT_EQ(m.armature[rail], 0.01);
+  EXPECT_EQ(m.lower_limit[rail], -1.0);
+  EXPECT_EQ(m.upper_limit[rail], 1.0);
+  EXPECT_EQ(m.velocity_limit[rail], 2.0);
+  EXPECT_EQ(m.effort_limit[rail], 30.0);
+  EXPECT_EQ(m.joint_placement[cart].translation, Vector3(0, 0, 0.5));
+  // the quaternion and the rpy both say 90° about z
+  const Matrix3 rz = Eigen::AngleAxisd(M_PI / 2, Vector3::UnitZ()).toRotationMatrix();
+  EXPECT_LT((m.joint_placement[cart].rotation - rz).norm(), 1e-15);
+  EXPECT_LT((m.joint_placement[m.bodyIndex("ball")].rotation - rz).norm(), 1e-15);
+  const Inertia& i = m.inertias[cart];
+  EXPECT_EQ(i.mass, 2.0);
+  EXPECT_EQ(i.com, Vector3(0.1, 0, 0));
+  EXPECT_EQ(i.inertia_com(0, 1), 0.001);
+  EXPECT_EQ(i.inertia_com(2, 0), 0.002);
+  EXPECT_EQ(i.inertia_com(1, 2), 0.003);
+  EXPECT_EQ(i.inertia_com(2, 2), 0.04);
+
+  const int ball = m.bodyIndex("ball");
+  EXPECT_EQ(m.joints[ball].type, JointType::kSpherical);
+  EXPECT_EQ(m.jointIndex("ball"), ball);  // joint name defaults to the body name
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(m.damping[m.idx_v[ball] + k], 0.1);
+  const int puck = m.bodyIndex("puck");
+  EXPECT_EQ(m.joints[puck].type, JointType::kPlanar);
+  EXPECT_EQ(m.velocity_limit[m.idx_v[puck]], 3.0);
+  EXPECT_TRUE(std::isinf(m.effort_limit[m.idx_v[puck]]));
+  ASSERT_GE(m.frameIndex("sensor"), 0);
+  EXPECT_EQ(m.frames[m.frameIndex("sensor")].body, puck);
+  const int drone = m.bodyIndex("drone");
+  EXPECT_EQ(m.parent[drone], 0);  // parent defaults to the world
+  EXPECT_EQ(m.joints[drone].type, JointType::kFreeFlyer);
+}
+
+TEST(YamlLoader, PendulumHasTheDocumentedSmallAnglePeriod) {
+  const Model m = loadYaml(HILSIM_MODEL_DIR "/pendulum.yaml");
+  ASSERT_EQ(m.nq, 1);
+  EXPECT_EQ(m.name, "pendulum");
+  EXPECT_EQ(m.inertias[1].mass, 1.0);
+  Data data(m);
+  Eigen::VectorXd q(1), v = Eigen::VectorXd::Zero(1), tau = Eigen::VectorXd::Zero(1);
+  q << 1e-6;
+  const double omega2 = -aba(m, data, q, v, tau)(0) / q(0);
+  const double period = 2 * M_PI / std::sqrt(omega2);
+  const double ideal = 2 * M_PI * std::sqrt(1.0 / 9.81);
+  EXPECT_NEAR(period, 2 * M_PI * std::sqrt((1.0 + 1e-6) / 9.81), 1e-9);
+  EXPECT_LT(std::abs(period - ideal) / ideal, 1e-6);
+}
+
+const char* const kSmallRobotUrdf = R"(<robot name="small">
+  <link name="base">
+    <inertial><origin xyz="0 0 0.05"/><mass value="2.0"/>
+      <inertia ixx="0.02" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="j1" type="revolute">
+    <parent link="base"/><child link="l1"/>
+    <origin xyz="0 0 0.2" rpy="0.1 0 0.2"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="10" velocity="5"/><dynamics damping="0.1"/>
+  </joint>
+  <link name="l1">
+    <inertial><origin xyz="0.05 0 0.1"/><mass value="1.2"/>
+      <inertia ixx="0.01" iyy="0.012" izz="0.008" ixy="0.001" ixz="0" iyz="-0.0005"/></inertial>
+  </link>
+  <joint name="tool_mount" type="fixed">
+    <parent link="l1"/><child link="tool"/><origin xyz="0.3 0 0" rpy="0 0.5 0"/>
+  </joint>
+  <link name="tool">
+    <inertial><origin xyz="0.02 0 0"/><mass value="0.3"/>
+      <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="j2" type="continuous">
+    <parent link="tool"/><child link="l2"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0.3"/><axis xyz="1 0 0"/><dynamics damping="0.05"/>
+  </joint>
+  <link name="l2">
+    <inertial><origin xyz="0 0 0.15"/><mass value="0.8"/>
+      <inertia ixx="0.006" iyy="0.006" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="j3" type="prismatic">
+    <parent link="l2"/><child link="l3"/><origin xyz="0 0 0.3"/><axis xyz="0 0 1"/>
+    <limit lower="-0.1" upper="0.1" effort="20" velocity="1"/>
+  </joint>
+  <link name="l3">
+    <inertial><mass value="0.2"/>
+      <inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+</robot>)";
+
+const char* const kSmallRobotYaml = R"(name: small
+bodies:
+  - name: base
+    joint: {type: fixed}
+    inertia: {mass: 2.0, com: [0, 0, 0.05], inertia: [0.02, 0.02, 0.03, 0, 0, 0]}
+  - name: l1
+    parent: base
+    joint: {type: revolute, name: j1, axis: [0, 0, 1], damping: 0.1,
+            limits: {lower: -2, upper: 2, effort: 10, velocity: 5}}
+    placement: {xyz: [0, 0, 0.2], rpy: [0.1, 0, 0.2]}
+    inertia: {mass: 1.2, com: [0.05, 0, 0.1], inertia: [0.01, 0.012, 0.008, 0.001, 0, -0.0005]}
+  - name: tool
+    parent: l1
+    joint: {type: fixed}
+    placement: {xyz: [0.3, 0, 0], rpy: [0, 0.5, 0]}
+    inertia: {mass: 0.3, com: [0.02, 0, 0], inertia: [0.001, 0.001, 0.001, 0, 0, 0]}
+  - name: l2
+    parent: tool
+    joint: {type: revolute, name: j2, axis: [1, 0, 0], damping: 0.05}
+    placement: {xyz: [0, 0, 0.1], rpy: [0, 0, 0.3]}
+    inertia: {mass: 0.8, com: [0, 0, 0.15], inertia: [0.006, 0.006, 0.001, 0, 0, 0]}
+  - name: l3
+    parent: l2
+    joint: {type: prismatic, name: j3, axis: [0, 0, 1],
+            limits: {lower: -0.1, upper: 0.1, effort: 20, velocity: 1}}
+    placement: {xyz: [0, 0, 0.3]}
+    inertia: {mass: 0.2, inertia: [1.0e-4, 1.0e-4, 1.0e-4, 0, 0, 0]}
+)";
+
+TEST(YamlLoader, YamlAndUrdfOfTheSameRobotHaveTheSameDynamics) {
+  for (bool floating : {false, true}) {
+    const Model from_urdf = loadUrdfString(kSmallRobotUrdf, floating, "small.urdf");
+    std::string yaml = kSmallRobotYaml;
+    if (floating) yaml.replace(yaml.find("{type: fixed}"), 13, "{type: free, name: root_joint}");
+    const Model from_yaml = loadYamlString(yaml, ".", "small.yaml");
+    ASSERT_EQ(from_urdf.nv, from_yaml.nv);
+    ASSERT_EQ(from_urdf.nq, from_yaml.nq);
+    EXPECT_EQ(from_urdf.body_names, from_yaml.body_names);
+    EXPECT_EQ(from_urdf.joint_names, from_yaml.joint_names);
+    EXPECT_EQ(from_urdf.damping, from_yaml.damping);
+    EXPECT_EQ(from_urdf.lower_limit, from_yaml.lower_limit);
+    EXPECT_EQ(from_urdf.upper_limit, from_yaml.upper_limit);
+    EXPECT_EQ(from_urdf.effort_limit, from_yaml.effort_limit);
+    EXPECT_EQ(from_urdf.velocity_limit, from_yaml.velocity_limit);
+    Data d_urdf(from_urdf), d_yaml(from_yaml);
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 5; ++trial) {
+      const Eigen::VectorXd q = test::randomConfiguration(from_urdf, rng);
+      const Eigen::VectorXd v = test::randomVector(from_urdf.nv, rng);
+      const Eigen::VectorXd tau = test::randomVector(from_urdf.nv, rng, 5.0);
+      EXPECT_LT(relativeDifference(crba(from_urdf, d_urdf, q), crba(from_yaml, d_yaml, q)),
+                kSameModelTol);
+      EXPECT_LT(
+          relativeDifference(aba(from_urdf, d_urdf, q, v, tau), aba(from_yaml, d_yaml, q, v, tau)),
+          kSameModelTol);
+    }
+  }
+}
+
+TEST(YamlLoader, UrdfWrapper) {
+  const Model arm = loadYamlString(
+      "urdf: iiwa14.urdf\nfloating_base: true\ngravity: [0, 0, -1.62]\nname: moon_arm\n",
+      HILSIM_MODEL_DIR, "moon_arm.yaml");
+  EXPECT_EQ(arm.name, "moon_arm");
+  EXPECT_EQ(arm.nv, 13);
+  EXPECT_EQ(arm.nq, 14);
+  EXPECT_EQ(arm.gravity, Vector3(0, 0, -1.62));
+  EXPECT_EQ(loadYamlString("urdf: iiwa14.urdf", HILSIM_MODEL_DIR).nv, 7);  // fixed by default
+  // a path relative to the YAML file
+  const Model two = loadYaml(HILSIM_TEST_DATA_DIR "/io/two_link_floating.yaml");
+  EXPECT_EQ(two.name, "two_link_floating");
+  EXPECT_EQ(two.nv, 8);
+  EXPECT_EQ(two.gravity, Vector3(0, 0, -1.62));
+}
+
+// The examples in docs/MODEL_FORMAT.md load as described.
+TEST(YamlLoader, DocumentationExamplesLoad) {
+  const std::string doc = io_detail::readTextFile(HILSIM_MODEL_DIR "/../../docs/MODEL_FORMAT.md");
+  std::vector<std::string> examples;
+  for (std::size_t at = doc.find("```yaml\n"); at != std::string::npos;
+       at = doc.find("```yaml\n", at + 1)) {
+    const std::size_t start = at + 8;
+    examples.push_back(doc.substr(start, doc.find("```", start) - start));
+  }
+  ASSERT_EQ(examples.size(), 2u);
+  const Model arm = loadYamlString(examples[0], ".", "two_link_arm.yaml");
+  EXPECT_EQ(arm.name, "two_link_arm");
+  EXPECT_EQ(arm.nv, 2);
+  EXPECT_EQ(arm.jointIndex("shoulder"), 1);
+  EXPECT_EQ(arm.jointIndex("elbow"), 2);
+  EXPECT_EQ(arm.frames[arm.frameIndex("tool")].body, 2);
+  const Model wrapped = loadYamlString(examples[1], HILSIM_MODEL_DIR, "quadruped.yaml");
+  EXPECT_EQ(wrapped.nq, 19);
+  EXPECT_EQ(wrapped.nv, 18);
+}
+
+TEST(YamlLoader, ModelNameDefaultsToTheFileStem) {
+  EXPECT_EQ(loadYamlString(oneBody(), ".", "dir/arm_model.yaml").name, "arm_model");
+  EXPECT_EQ(loadYamlString(oneBody()).name, "model");
+}
+
+// --- errors: one distinct message per class ---
+
+TEST(YamlLoaderErrors, MalformedYaml) {
+  expectYamlError("bodies: [\n", {"malformed YAML"});
+  expectYamlError("name: x\nbodies: a: b\n", {"bad.yaml:2: malformed YAML"});
+  expectYamlError("", {"empty"});
+  expectYamlError("- 1\n- 2\n", {"expected a mapping"});
+}
+
+TEST(YamlLoaderErrors, MissingMass) {
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{com: [0, 0, 0]}"),
+                  {"bad.yaml:4: body 'a': inertia: missing required key 'mass'"});
+}
+
+TEST(YamlLoaderErrors, NegativeMass) {
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mass: -1}"),
+                  {"bad.yaml:4: body 'a': inertia.mass: -1 kg is negative"});
+}
+
+TEST(YamlLoaderErrors, NonPsdInertia) {
+  expectYamlError(
+      oneBody("{type: revolute, axis: [0, 0, 1]}", "{mass: 1, inertia: [1, 1, 1, 2, 0, 0]}"),
+      {"bad.yaml:4: body 'a': inertia: ", "positive semi-definite"});
+}
+
+TEST(YamlLoaderErrors, TriangleInequalityViolation) {
+  expectYamlError(
+      oneBody("{type: revolute, axis: [0, 0, 1]}", "{mass: 1, inertia: [1, 1, 3, 0, 0, 0]}"),
+      {"bad.yaml:4: body 'a': inertia: ", "triangle"});
+}
+
+TEST(YamlLoaderErrors, UnknownParent) {
+  expectYamlError(oneBody() + "    parent: zz\n",
+                  {"bad.yaml:5: body 'a': parent: parent 'zz' does not exist"});
+}
+
+TEST(YamlLoaderErrors, Cycle) {
+  expectYamlError(R"(bodies:
+  - {name: a, parent: b, joint: {type: spherical}, inertia: {mass: 1}}
+  - {name: b, parent: a, joint: {type: spherical}, inertia: {mass: 1}}
+  - {name: c, joint: {type: spherical}, inertia: {mass: 1}}
+)",
+                  {"bad.yaml:", "body '", "cycle"});
+}
+
+TEST(YamlLoaderErrors, DuplicateNames) {
+  expectYamlError(R"(bodies:
+  - {name: a, joint: {type: spherical}, inertia: {mass: 1}}
+  - {name: a, joint: {type: spherical}, inertia: {mass: 1}}
+)",
+                  {"bad.yaml:3: body 'a': duplicate body name (first defined at bad.yaml:2)"});
+  expectYamlError(R"(bodies:
+  - {name: a, joint: {type: spherical, name: j}, inertia: {mass: 1}}
+  - {name: b, joint: {type: spherical, name: j}, inertia: {mass: 1}}
+)",
+                  {"bad.yaml:3: body 'b': duplicate joint name 'j'"});
+  expectYamlError("name: a\nname: b\n" + oneBody(), {"bad.yaml:2: duplicate key 'name'"});
+  expectYamlError("bodies:\n  - {name: world, joint: {type: free}}\n",
+                  {"body 'world'", "reserved"});
+}
+
+TEST(YamlLoaderErrors, NanAndInf) {
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mass: 1, com: [0, .nan, 0]}"),
+                  {"bad.yaml:4: body 'a': inertia.com[1]: must be a finite number, got '.nan'"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mass: nan}"),
+                  {"inertia.mass: must be a finite number, got 'nan'"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, .inf]}"),
+                  {"bad.yaml:3: body 'a': joint.axis[2]: must be a finite number"});
+  expectYamlError("gravity: [0, 0, -.Inf]\n" + oneBody(), {"bad.yaml:1: gravity[2]"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1], damping: 1e999}"),
+                  {"joint.damping: expected a finite number, got '1e999'"});
+}
+
+TEST(YamlLoaderErrors, UnsupportedJointType) {
+  expectYamlError(oneBody("{type: ball}"),
+                  {"bad.yaml:3: body 'a': joint.type: unsupported joint type 'ball'"});
+  const std::string path = HILSIM_TEST_DATA_DIR "/io/bad_joint_type.yaml";
+  try {
+    loadYaml(path);
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ":8: body 'arm': joint.type: ", 0), 0u)
+        << e.what();
+  }
+}
+
+TEST(YamlLoaderErrors, WrongTypes) {
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mass: heavy}"),
+                  {"inertia.mass: expected a finite number, got 'heavy'"});
+  expectYamlError(oneBody("{type: revolute, axis: 1}"),
+                  {"joint.axis: expected a list of 3 numbers"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 1]}"),
+                  {"joint.axis: expected a list of 3 numbers"});
+  expectYamlError(oneBody("revolute"), {"body 'a': joint: expected a mapping"});
+  expectYamlError("bodies: {a: 1}\n", {"bad.yaml:1: bodies: expected a list of bodies"});
+  expectYamlError("bodies: []\n", {"bodies: must list at least one body"});
+  expectYamlError("bodies:\n  - name: [a]\n", {"bodies[0].name: expected a non-empty string"});
+  expectYamlError("urdf: x.urdf\nfloating_base: maybe\n", {"floating_base: expected true"});
+  expectYamlError(oneBody() + "    placement: [1, 2, 3]\n", {"placement: expected a mapping"});
+}
+
+TEST(YamlLoaderErrors, MissingRequiredKeys) {
+  expectYamlError("bodies:\n  - name: a\n", {"bad.yaml:2: body 'a': missing required key 'joint'"});
+  expectYamlError("bodies:\n  - joint: {type: free}\n",
+                  {"bad.yaml:2: bodies[0]: missing required key 'name'"});
+  expectYamlError(oneBody("{axis: [0, 0, 1]}"), {"joint: missing required key 'type'"});
+  expectYamlError(oneBody("{type: prismatic}"), {"joint: missing required key 'axis'"});
+  expectYamlError("name: x\n", {"expected 'bodies'", "'urdf'"});
+}
+
+TEST(YamlLoaderErrors, UnknownAndReservedKeys) {
+  expectYamlError("bodys: []\n", {"bad.yaml:1: unknown top-level key 'bodys' (expected one of:"});
+  expectYamlError(oneBody() + "loop_closures: []\n",
+                  {"bad.yaml:5: key 'loop_closures' is reserved"});
+  expectYamlError(oneBody() + "    flexible: {modes: 3}\n",
+                  {"bad.yaml:5: body 'a': key 'flexible' is reserved"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mas: 1}"),
+                  {"body 'a': inertia: unknown key 'mas' (expected one of: mass, com, inertia)"});
+  expectYamlError("version: 2\n" + oneBody(), {"bad.yaml:1: version: format version 2 is newer"});
+}
+
+TEST(YamlLoaderErrors, InconsistentJointsAndPlacements) {
+  expectYamlError(oneBody("{type: spherical, axis: [0, 0, 1]}"),
+                  {"joint.axis: not used by a 'spherical' joint"});
+  expectYamlError(oneBody("{type: fixed, damping: 1}"), {"joint.damping: not used by a 'fixed'"});
+  expectYamlError(oneBody("{type: free, limits: {lower: 0}}"),
+                  {"joint.limits.lower: position limits apply to revolute and prismatic"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 0]}"),
+                  {"joint.axis: must be a non-zero vector"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1], damping: -1}"),
+                  {"joint.damping: must be >= 0"});
+  expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1], limits: {lower: 1, upper: 0}}"),
+                  {"joint.limits: lower 1 exceeds upper 0"});
+  expectYamlError(oneBody() + "    placement: {rpy: [0, 0, 0], quaternion: [1, 0, 0, 0]}\n",
+                  {"body 'a': placement: give either 'rpy' or 'quaternion'"});
+  expectYamlError(oneBody() + "    placement: {quaternion: [0, 0, 0, 0]}\n",
+                  {"placement.quaternion: must be a non-zero quaternion"});
+}
+
+TEST(YamlLoaderErrors, WrapperErrors) {
+  expectYamlError("urdf: x.urdf\nbodies: []\n", {"bad.yaml:2: bodies: cannot be combined"});
+  expectYamlError(oneBody() + "floating_base: true\n", {"floating_base: only applies"});
+  expectYamlError("urdf: missing.urdf\n", {"bad.yaml:1: urdf: cannot open '", "missing.urdf'"});
+  // an error inside the URDF names both files
+  expectYamlError("urdf: bad_negative_mass.urdf\n",
+                  {"bad.yaml:1: urdf: ", "bad_negative_mass.urdf: link 'arm': <mass> -2 kg"},
+                  HILSIM_TEST_DATA_DIR "/io");
+}
+
+TEST(YamlLoaderErrors, MissingFile) {
+  try {
+    loadYaml("/nonexistent/dir/robot.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open '/nonexistent/dir/robot.yaml'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Any truncation or corruption of a valid file loads or throws ModelError: never a crash.
+TEST(YamlLoaderErrors, CorruptedFilesNeverCrash) {
+  const std::string good = kEverything;
+  for (std::size_t cut = 0; cut < good.size(); ++cut) {
+    try {
+      loadYamlString(good.substr(0, cut));
+    } catch (const ModelError&) {
+    }
+  }
+  std::mt19937 rng(5);
+  const std::string junk = "[]{}:,-'\"&*!|>#%@ .0123456789e\t";
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text = good;
+    for (int k = 0; k < 3; ++k) {
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - 1)(rng);
+      text[at] = junk[std::uniform_int_distribution<std::size_t>(0, junk.size() - 1)(rng)];
+    }
+    try {
+      loadYamlString(text);
+    } catch (const ModelError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hilsim
