@@ -88,12 +88,18 @@ inline void jointVelocityStep(const Model& model, Data& data, int i, const doubl
                               const double* v, MotionVector& joint_velocity_W) {
   const int iv = model.idx_v[i];
   const int nv_i = model.nv_joint[i];
+  const MotionVector& V_parent = data.V_W[model.parent[i]];
+  if (nv_i == 1) {  // revolute and prismatic: Ṡ_J = 0
+    joint_velocity_W.noalias() = data.S_W.col(iv) * v[iv];
+    data.V_W[i] = V_parent + joint_velocity_W;
+    crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
+    return;
+  }
   withJointSize(nv_i, [&](auto n) {
     constexpr int NV = decltype(n)::value;
     joint_velocity_W.noalias() =
         data.S_W.middleCols<NV>(iv) * Eigen::Map<const Eigen::Matrix<double, NV, 1>>(v + iv);
   });
-  const MotionVector& V_parent = data.V_W[model.parent[i]];
   data.V_W[i] = V_parent + joint_velocity_W;
   crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
   const JointType type = model.joints[i].type;

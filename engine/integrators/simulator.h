@@ -17,7 +17,8 @@ enum class Formulation {
 
 /// Fixed-step integrators.
 enum class Integrator {
-  kSemiImplicitEuler,  ///< v ← v + h q̈(q, v); q ← q ⊕ h v. First order, symplectic.
+  kSemiImplicitEuler,  ///< v ← v + h q̈(q, v); q ← q ⊕ h v. First order; symplectic only for a
+                       ///< constant mass matrix, so energy drifts slowly (O(h)) on linkages.
   kRk4,                ///< classical Runge–Kutta 4 on the configuration manifold (RKMK form).
 };
 
