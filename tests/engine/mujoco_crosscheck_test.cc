@@ -15,10 +15,10 @@
 //    becomes 0.0091170251, iyz 0.019169 becomes 0.019169457). An exact engine cannot be closer to
 //    MuJoCo than MuJoCo is to its own input, so these models get their own tolerances, set from
 //    that floor (kModels).
-//  - MujocoInertias: the same, with every hilsim body's inertia replaced by the one MuJoCo compiled;
-//    the tree, placements, axes and damping still come from hilsim's loader. Must agree to 1e-8 or
-//    better on every model (kSameInertiaTol): this is the test that catches a real error, since
-//    the LoaderVsMujoco differences all vanish here.
+//  - MujocoInertias: the same, with every hilsim body's inertia replaced by the one MuJoCo
+//    compiled; the tree, placements, axes and damping still come from hilsim's loader. Must agree
+//    to 1e-8 or better on every model (kSameInertiaTol): this is the test that catches a real
+//    error, since the LoaderVsMujoco differences all vanish here.
 //  - MujocoCompiledModel: a hilsim Model built directly from MuJoCo's compiled arrays (no hilsim
 //    loader): hilsim's algorithms against MuJoCo's on the model MuJoCo actually simulates.
 //
@@ -62,10 +62,10 @@ constexpr double kSameInertiaTol = 1e-10;
 /// A bundled URDF and the tolerances of LoaderVsMujoco for it. Where MuJoCo keeps the file's
 /// inertias to rounding, the required 1e-8. Elsewhere MuJoCo's own floor: the largest difference
 /// measured in two runs of 3000 random states, fixed and floating base (given in the comments; the
-/// test itself uses 100), times about 3. That is larger than the 7e-8 in /work/shared/models/README.md
-/// because relativeDifference scales by the largest |q̈|, which these random states put on light
-/// distal links, whose small principal moments MuJoCo perturbs most (2.8e-6 relative for
-/// panda_link1's izz).
+/// test itself uses 100), times about 3. That is larger than the 7e-8 measured for the shared
+/// models' README (MuJoCo vs Pinocchio and RBDL) because relativeDifference scales by the largest
+/// |q̈|, which these random states put on light distal links, whose small principal moments MuJoCo
+/// perturbs most (2.8e-6 relative for panda_link1's izz).
 struct ModelCase {
   const char* name;
   double qacc_tol;  ///< relative ‖Δq̈‖∞ (ABA and CRBA)
@@ -86,7 +86,7 @@ const ModelCase kModels[] = {
     // panda: inertia change up to 6.5e-7 (panda_link1); measured q̈ 1.0e-6 (floating; 6.7e-7
     // fixed), M 2.8e-8, bias 1.6e-7.
     {"panda", 3e-6, 1e-7, 5e-7},
-    // anymal_b: balanceinertia on the base (1.6e-6), rounding-level changes elsewhere (9e-9);
+    // anymal_b: balanceinertia on the base (1.6e-6), compiler changes up to 9.2e-9 elsewhere;
     // measured q̈ 9.2e-7 (floating; 7.0e-9 fixed), M 3.3e-8, bias 7.5e-8.
     {"anymal_b", 3e-6, 1e-7, 3e-7},
     // talos_full_v2: inertia change up to 8.7e-7 (leg_*_3_link); measured q̈ 3.5e-9, M 5.8e-8,
@@ -151,8 +151,8 @@ Differences compareWithMujoco(const Model& model, const test::MujocoModel& mujoc
         std::max(diff.qacc_crba,
                  relativeDifference(crbaForwardDynamics(model, data, s.q, s.v, s.tau), qacc));
     diff.M = std::max(diff.M, relativeDifference(crba(model, data, s.q), M_mujoco));
-    diff.bias =
-        std::max(diff.bias, relativeDifference(nonLinearEffects(model, data, s.q, s.v), bias_mujoco));
+    diff.bias = std::max(
+        diff.bias, relativeDifference(nonLinearEffects(model, data, s.q, s.v), bias_mujoco));
   }
   return diff;
 }

@@ -14,7 +14,8 @@
 
 namespace hilsim::test {
 
-/// Disable flags that leave MuJoCo's smooth dynamics only: qacc = M⁻¹ (τ + qfrc_passive − qfrc_bias).
+/// Disable flags that leave MuJoCo's smooth dynamics only:
+/// qacc = M⁻¹ (qfrc_applied + qfrc_passive − qfrc_bias).
 inline constexpr int kMujocoSmoothDynamicsOnly = mjDSBL_CONSTRAINT | mjDSBL_EQUALITY |
                                                  mjDSBL_FRICTIONLOSS | mjDSBL_LIMIT |
                                                  mjDSBL_CONTACT;
