@@ -1,8 +1,48 @@
 #include "engine/algorithms/aba.h"
 
+#include <Eigen/Cholesky>
+
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
+
+namespace {
+
+// A free joint on the world without armature: its motion subspace S is square and invertible, so
+// the last step of the recursion collapses to the floating-base form of RBDA §9.4. With
+// G = P S D⁻¹ and D = Sᵀ P S, (7.2)–(7.3) give α(k) = P⁻¹ (S⁻ᵀ T − z) with z taken before
+// adding P a_m (Newton–Euler for the articulated body), and χ̇ = S⁻¹ (α − a_m − α⁺): one 6×6
+// Cholesky solve instead of forming and inverting D.
+bool isFloatingRoot(const Model& model, int i) {
+  return model.joints[i].type == JointType::kFreeFlyer &&
+         model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
+}
+
+void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen::VectorXd& v,
+                              const Eigen::VectorXd& tau) {
+  const int iv = model.idx_v[i];
+  const Transform& X_WJ = data.X_WJ[i];
+  const Matrix3& R_WB = data.X_WB[i].rotation;
+  const Vector3& p_WB = data.X_WB[i].translation;
+  // T = τ − d v; S⁻ᵀ T is the wrench of the generalized forces: a force along J's axes at B's
+  // origin and a torque about B's axes
+  Vector6 T = tau.segment<6>(iv) - model.damping.segment<6>(iv).cwiseProduct(v.segment<6>(iv));
+  ForceVector f_W;
+  f_W.tail<3>().noalias() = X_WJ.rotation * T.head<3>();
+  f_W.head<3>().noalias() = R_WB * T.tail<3>();
+  f_W.head<3>() += p_WB.cross(f_W.tail<3>());
+  // α = P⁻¹ (S⁻ᵀ T − z)
+  const Eigen::LLT<Matrix6> llt(data.P_W[i]);
+  MotionVector& alpha = data.A_W[i];
+  alpha = llt.solve(f_W - data.z_W[i]);
+  // χ̇ = S⁻¹ (α − a_m − α⁺): S m = [R_WB ω_B; R_WJ v_lin + p_WB × R_WB ω_B]
+  const MotionVector m = alpha - data.c_W[i] - data.A_W[model.parent[i]];
+  data.qdd.segment<3>(iv + 3).noalias() = R_WB.transpose() * m.head<3>();
+  data.qdd.segment<3>(iv).noalias() =
+      X_WJ.rotation.transpose() * (m.tail<3>() - p_WB.cross(m.head<3>()));
+}
+
+}  // namespace
 
 const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd& q,
                            const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
@@ -12,6 +52,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
 
   // outward sweep: kinematics, a_m(k) = c_W, and start P(k) = M(k), z(k) = b_m(k) − f_ext
   data.V_W[0].setZero();
+  data.A_W[0] = detail::baseAccelerationForGravity(model);
   MotionVector joint_velocity;
   ForceVector momentum;
   for (int i = 1; i < model.nbodies; ++i) {
@@ -36,6 +77,10 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
     const int parent = model.parent[i];
     Matrix6& P = data.P_W[i];
     ForceVector& z = data.z_W[i];
+    if (isFloatingRoot(model, i)) {
+      floatingRootAcceleration(model, data, i, v, tau);
+      continue;
+    }
     z.noalias() += P * data.c_W[i];  // z(k) = Φ z⁺(k−1) + P(k) a_m(k) + b_m(k)
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
@@ -73,8 +118,8 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   }
 
   // outward sweep (7.3), base → tips: α⁺(k) = α(λ), χ̇ = ν − G* α⁺, α(k) = α⁺ + ℋ* χ̇ + a_m(k)
-  data.A_W[0] = detail::baseAccelerationForGravity(model);
   for (int i = 1; i < model.nbodies; ++i) {
+    if (isFloatingRoot(model, i)) continue;  // A_W[i] and q̈ came out of the inward sweep
     const int iv = model.idx_v[i];
     const MotionVector& alpha_plus = data.A_W[model.parent[i]];
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
