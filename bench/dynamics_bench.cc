@@ -21,6 +21,7 @@
 #include "engine/algorithms/rnea.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
+#include "tests/support/random_model.h"
 
 #ifdef HILSIM_BENCH_MUJOCO
 #include "tests/support/mujoco_model.h"
@@ -61,49 +62,6 @@ struct Setup {
 #endif
 };
 
-Eigen::VectorXd randomConfiguration(const Model& model, std::mt19937& rng) {
-  std::uniform_real_distribution<double> angle(-M_PI, M_PI), box(-1.0, 1.0);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  Eigen::VectorXd q = model.neutralConfiguration();
-  for (int i = 1; i < model.nbodies; ++i) {
-    double* qi = q.data() + model.idx_q[i];
-    switch (model.joints[i].type) {
-      case JointType::kRevolute:
-      case JointType::kPrismatic: {
-        const int iv = model.idx_v[i];
-        const double lo = std::isfinite(model.lower_limit(iv)) ? model.lower_limit(iv) : -M_PI;
-        const double hi = std::isfinite(model.upper_limit(iv)) ? model.upper_limit(iv) : M_PI;
-        qi[0] = std::uniform_real_distribution<double>(lo, hi)(rng);
-        break;
-      }
-      case JointType::kFreeFlyer: {
-        for (int k = 0; k < 3; ++k) qi[k] = box(rng);
-        Eigen::Vector4d r(normal(rng), normal(rng), normal(rng), normal(rng));
-        r.normalize();
-        for (int k = 0; k < 4; ++k) qi[3 + k] = r(k);
-        break;
-      }
-      case JointType::kSpherical: {
-        Eigen::Vector4d r(normal(rng), normal(rng), normal(rng), normal(rng));
-        r.normalize();
-        for (int k = 0; k < 4; ++k) qi[k] = r(k);
-        break;
-      }
-      case JointType::kPlanar:
-        for (int k = 0; k < 3; ++k) qi[k] = box(rng);
-        break;
-    }
-  }
-  return q;
-}
-
-Eigen::VectorXd randomVector(int n, std::mt19937& rng, double scale) {
-  std::normal_distribution<double> normal(0.0, scale);
-  Eigen::VectorXd x(n);
-  for (int k = 0; k < n; ++k) x(k) = normal(rng);
-  return x;
-}
-
 Setup makeSetup(const ModelSpec& spec) {
   const std::string path = std::string(HILSIM_MODEL_DIR) + "/" + spec.file;
   Setup s;
@@ -114,10 +72,10 @@ Setup makeSetup(const ModelSpec& spec) {
       std::make_unique<Simulator>(s.model, Formulation::kAba, Integrator::kRk4, 1e-3);
   std::mt19937 rng(20261121);
   for (int k = 0; k < kStates; ++k) {
-    s.q.push_back(randomConfiguration(model, rng));
-    s.v.push_back(randomVector(model.nv, rng, 1.0));
-    s.a.push_back(randomVector(model.nv, rng, 1.0));
-    s.tau.push_back(randomVector(model.nv, rng, 10.0));
+    s.q.push_back(test::randomConfiguration(model, rng));
+    s.v.push_back(test::randomVector(model.nv, rng, 1.0));
+    s.a.push_back(test::randomVector(model.nv, rng, 1.0));
+    s.tau.push_back(test::randomVector(model.nv, rng, 10.0));
   }
 #ifdef HILSIM_BENCH_MUJOCO
   s.mujoco = std::make_unique<test::MujocoModel>(path, spec.floating_base);

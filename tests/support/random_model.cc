@@ -91,7 +91,14 @@ Eigen::VectorXd randomConfiguration(const Model& model, std::mt19937& rng) {
     double* qi = q.data() + model.idx_q[i];
     switch (model.joints[i].type) {
       case JointType::kRevolute:
-      case JointType::kPrismatic: qi[0] = uniform(rng, -M_PI, M_PI); break;
+      case JointType::kPrismatic: {
+        // within the joint's limits where it has finite ones, else a full turn
+        const int iv = model.idx_v[i];
+        const double lo = std::isfinite(model.lower_limit(iv)) ? model.lower_limit(iv) : -M_PI;
+        const double hi = std::isfinite(model.upper_limit(iv)) ? model.upper_limit(iv) : M_PI;
+        qi[0] = uniform(rng, lo, hi);
+        break;
+      }
       case JointType::kPlanar:
         for (int k = 0; k < 3; ++k) qi[k] = uniform(rng, -1.0, 1.0);
         break;

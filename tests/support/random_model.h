@@ -20,7 +20,8 @@ struct RandomTreeOptions {
 /// centre of mass off the origin).
 Model randomTree(std::mt19937& rng, const RandomTreeOptions& options = {});
 
-/// A random valid configuration (unit quaternions, angles in [−π, π]).
+/// A random valid configuration: unit quaternions, 1-DoF joints uniform within their finite
+/// limits, else in [−π, π].
 Eigen::VectorXd randomConfiguration(const Model& model, std::mt19937& rng);
 
 /// A vector of standard-normal entries of size n.
