@@ -1,6 +1,7 @@
 // URDF → Model through urdfdom. urdfdom parses and checks the XML; this file checks what urdfdom
 // lets through (numbers, tree shape, inertias, axes) and maps each link/joint to a BodySpec.
 #include <console_bridge/console.h>
+#include <tinyxml.h>
 #include <urdf_parser/urdf_parser.h>
 
 #include <Eigen/Geometry>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -114,6 +116,28 @@ std::string describeParseErrors(const std::vector<std::string>& errors) {
   if (cause.rfind("Error", 0) == 0 || cause.rfind("Failed to read", 0) == 0)
     return "malformed XML: " + cause;
   return cause;
+}
+
+// True when the document has links and every one of them is some joint's child: the links then
+// form a closed loop with no root. urdfdom links its tree before it looks for the root, and the
+// loop of shared_ptr it has built by then is never freed, so this case is caught beforehand.
+bool everyLinkHasAParent(const std::string& xml) {
+  TiXmlDocument document;
+  document.Parse(xml.c_str());
+  const TiXmlElement* robot = document.Error() ? nullptr : document.FirstChildElement("robot");
+  if (robot == nullptr) return false;  // urdfdom reports it
+  std::set<std::string> links, children;
+  for (const TiXmlElement* e = robot->FirstChildElement("link"); e; e = e->NextSiblingElement("link"))
+    if (const char* name = e->Attribute("name")) links.insert(name);
+  for (const TiXmlElement* e = robot->FirstChildElement("joint"); e;
+       e = e->NextSiblingElement("joint")) {
+    const TiXmlElement* child = e->FirstChildElement("child");
+    if (const char* link = child ? child->Attribute("link") : nullptr) children.insert(link);
+  }
+  if (links.empty()) return false;
+  for (const std::string& link : links)
+    if (children.count(link) == 0) return false;
+  return true;
 }
 
 // Order in which <joint name="…"> elements first appear in the text. urdfdom keeps joints in a
@@ -421,6 +445,8 @@ class UrdfConverter {
 Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
                      const std::string& source_name) {
   try {
+    if (everyLinkHasAParent(urdf_xml))
+      throw ModelError(source_name + ": " + describeParseErrors({"No root link found."}));
     urdf::ModelInterfaceSharedPtr urdf;
     std::vector<std::string> errors;
     {
@@ -428,6 +454,18 @@ Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
       urdf = urdf::parseURDF(urdf_xml);
       errors = capture.finish();
     }
+    // urdfdom links own their children through shared_ptr: a file with a kinematic loop leaves a
+    // reference cycle that would outlive the model. Cut the links' child lists when done.
+    struct CycleBreaker {
+      urdf::ModelInterfaceSharedPtr& model;
+      ~CycleBreaker() {
+        if (!model) return;
+        for (auto& [name, link] : model->links_) {
+          link->child_links.clear();
+          link->child_joints.clear();
+        }
+      }
+    } cycle_breaker{urdf};
     if (!urdf || !errors.empty())
       throw ModelError(source_name + ": " + describeParseErrors(errors));
     return UrdfConverter(*urdf, source_name, floating_base, urdf_xml).convert();
