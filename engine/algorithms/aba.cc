@@ -13,9 +13,9 @@ namespace {
 // G = P S D⁻¹ and D = Sᵀ P S, (7.2)–(7.3) give α(k) = P⁻¹ (S⁻ᵀ T − z) with z taken before
 // adding P a_m (Newton–Euler for the articulated body), and χ̇ = S⁻¹ (α − a_m − α⁺): one 6×6
 // Cholesky solve instead of forming and inverting D.
-bool isFloatingRoot(const Model& model, int i) {
-  return model.joints[i].type == JointType::kFreeFlyer &&
-         model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
+inline bool isFloatingRoot(const Model& model, int i) {
+  if (model.joints[i].type != JointType::kFreeFlyer) return false;
+  return model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
 }
 
 void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen::VectorXd& v,
