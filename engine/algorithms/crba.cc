@@ -6,12 +6,19 @@ namespace hilsim {
 
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorXd& q) {
   assert(q.size() == model.nq);
-  // outward sweep: poses, motion subspaces, and R(k) = M(k) to start the composite inertias
+  // outward sweep: poses, motion subspaces and body inertias in W
   for (int i = 1; i < model.nbodies; ++i) {
     detail::jointPositionStep(model, data, i, q.data());
     detail::bodyInertiaStep(model, data, i);
-    data.inertia_W[i].matrix(data.P_W[i]);
   }
+  return detail::crbaInwardSweep(model, data);
+}
+
+namespace detail {
+
+const Eigen::MatrixXd& crbaInwardSweep(const Model& model, Data& data) {
+  // R(k) = M(k) to start the composite inertias
+  for (int i = 1; i < model.nbodies; ++i) data.inertia_W[i].matrix(data.P_W[i]);
 
   // inward sweep (5.5): X(k) = R(k) ℋ*(k), ℳ(k,k) = ℋ(k) X(k), then ℳ(j,k) = ℋ(j) X(k) for every
   // ancestor j. In W every Φ(j, j−1) is the identity, so X(k) needs no transport.
@@ -33,5 +40,7 @@ const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorX
   M.diagonal() += model.armature;
   return M;
 }
+
+}  // namespace detail
 
 }  // namespace hilsim

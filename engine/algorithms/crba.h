@@ -10,4 +10,10 @@ namespace hilsim {
 /// diagonal, into data.M (also returned). Allocation-free.
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorXd& q);
 
+namespace detail {
+/// The inward sweep of crba alone, for callers that have just filled data.S_W and
+/// data.inertia_W at the same q (crbaForwardDynamics, after the bias forces).
+const Eigen::MatrixXd& crbaInwardSweep(const Model& model, Data& data);
+}  // namespace detail
+
 }  // namespace hilsim

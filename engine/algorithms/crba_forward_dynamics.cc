@@ -12,7 +12,8 @@ const Eigen::VectorXd& crbaForwardDynamics(const Model& model, Data& data,
                                            std::span<const ForceVector> f_ext_B) {
   assert(tau.size() == model.nv);
   nonLinearEffects(model, data, q, v, f_ext_B);
-  crba(model, data, q);
+  // the bias sweep has left the poses, S_W and the inertias in W at q: reuse them
+  detail::crbaInwardSweep(model, data);
   data.M_factor = data.M;
   treeLdlFactor(model, data.M_factor);
   data.qdd = tau - data.bias_forces;
