@@ -42,6 +42,16 @@ void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen
       X_WJ.rotation.transpose() * (m.tail<3>() - p_WB.cross(m.head<3>()));
 }
 
+// P(k) = M(k) and z(k) = b_m(k) = V ×* M V, in W.
+[[gnu::noinline]] void articulatedStart(const Model& model, Data& data, int i) {
+  detail::bodyInertiaStep(model, data, i);
+  const Inertia& I = data.inertia_W[i];
+  I.matrix(data.P_W[i]);
+  ForceVector momentum;
+  I.apply(data.V_W[i], momentum);
+  crossForce(data.V_W[i], momentum, data.z_W[i]);
+}
+
 }  // namespace
 
 const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -54,15 +64,10 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   data.V_W[0].setZero();
   data.A_W[0] = detail::baseAccelerationForGravity(model);
   MotionVector joint_velocity;
-  ForceVector momentum;
   for (int i = 1; i < model.nbodies; ++i) {
     detail::jointPositionStep(model, data, i, q.data());
     detail::jointVelocityStep(model, data, i, q.data(), v.data(), joint_velocity);
-    detail::bodyInertiaStep(model, data, i);
-    const Inertia& I = data.inertia_W[i];
-    I.matrix(data.P_W[i]);
-    I.apply(data.V_W[i], momentum);
-    crossForce(data.V_W[i], momentum, data.z_W[i]);  // b_m(k) = V ×* M V
+    articulatedStart(model, data, i);
     if (!f_ext_B.empty()) {
       ForceVector f_ext_W;
       data.X_WB[i].actForce(f_ext_B[i], f_ext_W);
