@@ -58,18 +58,6 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
   X_WJ.compose(data.X_JC, data.X_WB[i]);
 
   const int iv = model.idx_v[i];
-  if (joint.type == JointType::kFreeFlyer) {
-    // S_W = X_WJ S_J: the linear dofs translate along J's axes, the angular ones rotate about
-    // B's axes through B's origin: columns [0; R_WJ e_k] and [R_WB e_k; p_WB × R_WB e_k]
-    auto S = data.S_W.middleCols<6>(iv);
-    const Transform& X_WB = data.X_WB[i];
-    S.topLeftCorner<3, 3>().setZero();
-    S.bottomLeftCorner<3, 3>() = X_WJ.rotation;
-    S.topRightCorner<3, 3>() = X_WB.rotation;
-    for (int k = 0; k < 3; ++k)
-      S.block<3, 1>(3, 3 + k) = X_WB.translation.cross(X_WB.rotation.col(k));
-    return;
-  }
   switch (joint.type) {
     case JointType::kRevolute: {
       // S = [a; p × a], a the axis in W, p a point on it (the joint frame origin)
@@ -115,12 +103,7 @@ inline void jointVelocityStep(const Model& model, Data& data, int i, const doubl
   data.V_W[i] = V_parent + joint_velocity_W;
   crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
   const JointType type = model.joints[i].type;
-  if (type == JointType::kFreeFlyer) {
-    // X_WJ Ṡ_J v = [0; R_WJ (v_lin × R ω_B)] = [0; v_lin,W × ω_W]
-    const Vector3 v_lin_W = data.X_WJ[i].rotation * Eigen::Map<const Vector3>(v + iv);
-    const Vector3 w_W = data.X_WB[i].rotation * Eigen::Map<const Vector3>(v + iv + 3);
-    data.c_W[i].tail<3>() += v_lin_W.cross(w_W);
-  } else if (type == JointType::kPlanar) {
+  if (type == JointType::kFreeFlyer || type == JointType::kPlanar) {
     MotionVector sdot_v_J, sdot_v_W;
     jointMotionSubspaceRate(model.joints[i], q + model.idx_q[i], v + iv, sdot_v_J);
     data.X_WJ[i].actMotion(sdot_v_J, sdot_v_W);
