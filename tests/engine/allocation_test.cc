@@ -302,12 +302,15 @@ TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
 
 // ------------------------------------------------------------------------------------------------
 
-/// A floating tree with every joint type, damping and armature, and a few welded bodies.
+/// A floating tree with every joint type, damping and armature, and a few welded bodies. The free
+/// root has no armature, so ABA takes its floating-base (6×6 Cholesky) step.
 Model floatingTree() {
   std::mt19937 rng(31);
   test::RandomTreeOptions options;
   options.bodies = 20;
-  return test::randomTree(rng, options);
+  Model model = test::randomTree(rng, options);
+  model.armature.head<6>().setZero();
+  return model;
 }
 
 /// A fixed-base serial chain of revolute joints (a manipulator-like model).
