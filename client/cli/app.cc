@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "client/cli/commands.h"
+#include "client/cli/rt_probe.h"
 #include "client/cli/text.h"
 #include "engine/io/model_loader.h"
 
@@ -94,13 +95,44 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         ->type_name("LIST");
     sim->add_option("--v0", sim_v0, "Initial velocity: nv comma-separated values")->type_name("LIST");
 
+    // hilsim rt-probe
+    std::string probe_model = defaultModelOrEmpty(), probe_rate = "1000", probe_duration = "5";
+    std::string probe_solver = "aba", probe_integrator = "rk4";
+    int probe_substeps = 1, probe_priority = 0, probe_cpu = -1;
+    bool probe_json = false, probe_no_mlock = false;
+    CLI::App* probe = app.add_subcommand(
+        "rt-probe",
+        "Measure wake-up jitter: a bare clock_nanosleep loop, then hilsim's real-time loop on a "
+        "model, at the same rate; print both, their ratio and the loop overhead");
+    probe->add_option("-r,--rate", probe_rate, "Control rate [Hz], 100 to 10000")
+        ->capture_default_str()
+        ->type_name("HZ");
+    probe->add_option("-T,--duration", probe_duration, "Seconds per phase, > 0")
+        ->capture_default_str()
+        ->type_name("SECONDS");
+    probe->add_option("-m,--model", probe_model, "Model file or bundled model name")
+        ->capture_default_str();
+    probe->add_option("--substeps", probe_substeps, "Physics steps per control cycle")
+        ->capture_default_str();
+    probe->add_option("-s,--solver", probe_solver, "Forward-dynamics formulation: aba or crba")
+        ->capture_default_str();
+    probe->add_option("-I,--integrator", probe_integrator, "Integrator: rk4 or euler")
+        ->capture_default_str();
+    probe->add_option("--priority", probe_priority,
+                      "SCHED_FIFO priority 1-99 for both loops (0: normal scheduling)")
+        ->capture_default_str();
+    probe->add_option("--cpu", probe_cpu, "Pin both loops to this CPU (-1: no pinning)")
+        ->capture_default_str();
+    probe->add_flag("--no-mlock", probe_no_mlock, "Do not lock memory (mlockall)");
+    probe->add_flag("--json", probe_json, "Print one JSON document (times in ns)");
+
     // a first word that is neither an option nor a command: say so (CLI11 would only say that a
     // command is required)
     if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
         args.front() != "info" && args.front() != "models" && args.front() != "eval" &&
-        args.front() != "simulate") {
+        args.front() != "simulate" && args.front() != "rt-probe") {
       throw CliError("unknown command '" + args.front() +
-                         "' (expected info, models, eval or simulate; see hilsim --help)",
+                         "' (expected info, models, eval, simulate or rt-probe; see hilsim --help)",
                      kExitUsage);
     }
 
@@ -140,6 +172,32 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       const auto model = loadModelOrThrow(sim_model);
       const SimulateSummary summary = simulate(model, options);
       writeSimulateSummary(*model, options, summary, out);
+    } else if (probe->parsed()) {
+      rt::ProbeOptions options;
+      options.rate = numberOption(probe_rate, "--rate");
+      options.duration = numberOption(probe_duration, "--duration");
+      if (options.rate < 100.0 || options.rate > 10000.0) {
+        throw CliError("--rate must be within 100 to 10000 Hz, got " + probe_rate, kExitUsage);
+      }
+      if (options.duration <= 0.0 || options.duration > 3600.0) {
+        throw CliError("--duration must be > 0 and at most 3600 s, got " + probe_duration,
+                       kExitUsage);
+      }
+      if (probe_substeps < 1 || probe_substeps > 1000) {
+        throw CliError("--substeps must be within 1 to 1000", kExitUsage);
+      }
+      if (probe_priority < 0 || probe_priority > 99) {
+        throw CliError("--priority must be within 0 to 99", kExitUsage);
+      }
+      options.formulation = parseSolverOrThrow(probe_solver);
+      options.integrator = parseIntegratorOrThrow(probe_integrator);
+      options.substeps = probe_substeps;
+      options.thread.lock_memory = !probe_no_mlock;
+      options.thread.fifo_priority = probe_priority;
+      options.thread.cpu = probe_cpu;
+      options.model = loadModelOrThrow(probe_model);
+      options.model_name = probe_model;
+      writeProbeReport(rt::runJitterProbe(options), probe_json, out);
     }
     out.flush();
     return kExitOk;

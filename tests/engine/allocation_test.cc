@@ -46,37 +46,17 @@ void recordEigenAssertion(const char* condition) noexcept;
 #include "engine/integrators/configuration.h"
 #include "engine/integrators/simulator.h"
 #include "engine/model/model_builder.h"
+#include "tests/support/allocation_hooks.h"
 #include "tests/support/random_model.h"
 
 #ifndef EIGEN_RUNTIME_NO_MALLOC
 #error "allocation_test must be compiled with EIGEN_RUNTIME_NO_MALLOC (see tests/CMakeLists.txt)"
 #endif
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-// The sanitizers own the allocator; replacing it under them is not supported.
-#define HILSIM_ALLOCATION_HOOKS 0
-#else
-#define HILSIM_ALLOCATION_HOOKS 1
-#endif
-
-// ------------------------------------------------------------------------------------------------
-// Counters. Plain thread_local PODs in the executable use the local-exec TLS model: reading them
-// never allocates (unlike dynamic TLS in shared objects), so they are safe inside malloc.
-
 namespace {
 
-thread_local bool t_counting = false;
-thread_local long t_allocations = 0;
-thread_local long t_deallocations = 0;
 thread_local long t_eigen_assertions = 0;
 thread_local const char* t_last_eigen_assertion = nullptr;
-
-inline void noteAllocation() {
-  if (t_counting) ++t_allocations;
-}
-inline void noteDeallocation(const void* p) {
-  if (t_counting && p != nullptr) ++t_deallocations;
-}
 
 }  // namespace
 
@@ -84,108 +64,6 @@ void hilsim::test::recordEigenAssertion(const char* condition) noexcept {
   ++t_eigen_assertions;
   t_last_eigen_assertion = condition;
 }
-
-#if HILSIM_ALLOCATION_HOOKS
-
-extern "C" {
-void* __libc_malloc(std::size_t size);
-void* __libc_calloc(std::size_t count, std::size_t size);
-void* __libc_realloc(void* p, std::size_t size);
-void __libc_free(void* p);
-void* __libc_memalign(std::size_t alignment, std::size_t size);
-void* __libc_valloc(std::size_t size);
-void* __libc_pvalloc(std::size_t size);
-
-void* malloc(std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_malloc(size);
-}
-void* calloc(std::size_t count, std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_calloc(count, size);
-}
-void* realloc(void* p, std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_realloc(p, size);
-}
-void free(void* p) noexcept {
-  noteDeallocation(p);
-  __libc_free(p);
-}
-void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_memalign(alignment, size);
-}
-void* memalign(std::size_t alignment, std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
-  noteAllocation();
-  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return 22;  // EINVAL
-  void* p = __libc_memalign(alignment, size);
-  if (p == nullptr) return 12;  // ENOMEM
-  *out = p;
-  return 0;
-}
-void* valloc(std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_valloc(size);
-}
-void* pvalloc(std::size_t size) noexcept {
-  noteAllocation();
-  return __libc_pvalloc(size);
-}
-}  // extern "C"
-
-namespace {
-
-void* allocate(std::size_t size, std::size_t alignment, bool nothrow) {
-  noteAllocation();
-  if (size == 0) size = 1;
-  void* p = alignment > alignof(std::max_align_t) ? __libc_memalign(alignment, size)
-                                                  : __libc_malloc(size);
-  if (p == nullptr && !nothrow) throw std::bad_alloc();
-  return p;
-}
-
-void deallocate(void* p) noexcept {
-  noteDeallocation(p);
-  __libc_free(p);
-}
-
-constexpr std::size_t kDefault = 0;
-std::size_t alignmentOf(std::align_val_t a) { return static_cast<std::size_t>(a); }
-
-}  // namespace
-
-void* operator new(std::size_t n) { return allocate(n, kDefault, false); }
-void* operator new[](std::size_t n) { return allocate(n, kDefault, false); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, kDefault, true); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, kDefault, true); }
-void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, alignmentOf(a), false); }
-void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, alignmentOf(a), false); }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return allocate(n, alignmentOf(a), true);
-}
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return allocate(n, alignmentOf(a), true);
-}
-
-void operator delete(void* p) noexcept { deallocate(p); }
-void operator delete[](void* p) noexcept { deallocate(p); }
-void operator delete(void* p, std::size_t) noexcept { deallocate(p); }
-void operator delete[](void* p, std::size_t) noexcept { deallocate(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { deallocate(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { deallocate(p); }
-void operator delete(void* p, std::align_val_t) noexcept { deallocate(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { deallocate(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { deallocate(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { deallocate(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { deallocate(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { deallocate(p); }
-
-#endif  // HILSIM_ALLOCATION_HOOKS
 
 namespace hilsim {
 namespace {
@@ -200,21 +78,23 @@ struct Counts {
 class AllocationGuard {
  public:
   AllocationGuard() {
-    allocations_ = t_allocations;
-    deallocations_ = t_deallocations;
+    const test::HeapCounts before = test::threadHeapCounts();
+    allocations_ = before.allocations;
+    deallocations_ = before.deallocations;
     eigen_assertions_ = t_eigen_assertions;
     Eigen::internal::set_is_malloc_allowed(false);
-    t_counting = true;
+    test::beginHeapCounting();
   }
   ~AllocationGuard() { stop(); }
   AllocationGuard(const AllocationGuard&) = delete;
   AllocationGuard& operator=(const AllocationGuard&) = delete;
 
   Counts stop() {
-    if (t_counting) {
-      t_counting = false;
+    if (test::heapCountingActive()) {
+      test::endHeapCounting();
+      const test::HeapCounts after = test::threadHeapCounts();
       Eigen::internal::set_is_malloc_allowed(true);
-      counts_ = Counts{t_allocations - allocations_, t_deallocations - deallocations_,
+      counts_ = Counts{after.allocations - allocations_, after.deallocations - deallocations_,
                        t_eigen_assertions - eigen_assertions_};
     }
     return counts_;
@@ -291,11 +171,11 @@ TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
   }
   {
     // outside a guard nothing is counted
-    const long before = t_allocations;
+    const long before = test::threadHeapCounts().allocations;
     int* a = new int(3);
     g_sink = a;
     delete a;
-    EXPECT_EQ(t_allocations, before);
+    EXPECT_EQ(test::threadHeapCounts().allocations, before);
   }
 #endif
 }

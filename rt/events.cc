@@ -1,0 +1,161 @@
+#include "rt/events.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "rt/session_state.h"
+#include "rt/watchdog.h"
+
+namespace hilsim::rt {
+
+std::string_view sessionStateName(SessionState state) {
+  switch (state) {
+    case SessionState::kCreated: return "created";
+    case SessionState::kRunning: return "running";
+    case SessionState::kPaused: return "paused";
+    case SessionState::kStopped: return "stopped";
+    case SessionState::kFaulted: return "faulted";
+  }
+  return "?";
+}
+
+std::string_view sessionModeName(SessionMode mode) {
+  switch (mode) {
+    case SessionMode::kRealtime: return "realtime";
+    case SessionMode::kLockstep: return "lockstep";
+    case SessionMode::kFree: return "free";
+  }
+  return "?";
+}
+
+std::optional<SessionMode> parseSessionMode(std::string_view name) {
+  if (name == "realtime") return SessionMode::kRealtime;
+  if (name == "lockstep") return SessionMode::kLockstep;
+  if (name == "free") return SessionMode::kFree;
+  return std::nullopt;
+}
+
+namespace {
+std::string format(const char* fmt, auto... args) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, fmt, args...);
+  return buffer;
+}
+}  // namespace
+
+std::string describeFault(const FaultInfo& f) {
+  const auto at = [&f] { return format(" (cycle %llu, t = %.6f s)",
+                                       static_cast<unsigned long long>(f.cycle), f.time); };
+  switch (f.kind) {
+    case FaultKind::kNone: return {};
+    case FaultKind::kNonFiniteCommand:
+      return format("command %llu has a non-finite torque %g at DoF %lld",
+                    static_cast<unsigned long long>(f.command_sequence), f.value,
+                    static_cast<long long>(f.index)) + at();
+    case FaultKind::kNonFiniteState:
+      return format("the state became non-finite at coordinate %lld", static_cast<long long>(f.index)) +
+             at();
+    case FaultKind::kExplodingState:
+      return format("the state diverged: speed %g at DoF %lld exceeds the limit",
+                    f.value, static_cast<long long>(f.index)) + at();
+    case FaultKind::kDeadlineMiss:
+      return format("deadline missed by %.1f µs under the overrun policy 'fault'",
+                    f.value * 1e-3) + at();
+    case FaultKind::kWatchdog:
+      return format("watchdog: no command for %.0f consecutive cycles", f.value) + at();
+  }
+  return "unknown fault";
+}
+
+std::string describeEvent(const Event& e, const std::string& source) {
+  const std::string head =
+      format("%s cycle %llu: ", source.c_str(), static_cast<unsigned long long>(e.cycle));
+  switch (e.kind) {
+    case EventKind::kStateChanged:
+      return head + "state " + std::string(sessionStateName(static_cast<SessionState>(e.extra))) +
+             " → " + std::string(sessionStateName(static_cast<SessionState>(e.value)));
+    case EventKind::kDeadlineMiss:
+      return head + format("deadline missed by %.1f µs", static_cast<double>(e.value) * 1e-3);
+    case EventKind::kMissRunEnded:
+      return head + format("run of %lld consecutive deadline misses ended",
+                           static_cast<long long>(e.value));
+    case EventKind::kCyclesSkipped:
+      return head + format("overrun: %lld cycles skipped", static_cast<long long>(e.value));
+    case EventKind::kWatchdogTripped:
+      return head + format("watchdog tripped after %lld cycles without a command, policy %s",
+                           static_cast<long long>(e.value),
+                           std::string(watchdogPolicyName(static_cast<WatchdogPolicy>(e.extra)))
+                               .c_str());
+    case EventKind::kWatchdogCleared:
+      return head + format("watchdog cleared: commands are back after %lld silent cycles",
+                           static_cast<long long>(e.value));
+    case EventKind::kFault: {
+      FaultInfo f;
+      f.kind = static_cast<FaultKind>(e.value);
+      f.index = e.extra;
+      f.value = e.x;
+      f.cycle = e.cycle;
+      return head + "fault: " + describeFault(f);
+    }
+  }
+  return head + "unknown event";
+}
+
+EventLogger::EventLogger(Nanoseconds poll_interval) : poll_interval_(poll_interval) {
+  thread_ = std::thread([this] {
+    while (!stop_.load(std::memory_order_acquire)) {
+      sleepUntil(monotonicNow() + poll_interval_);
+      drain();
+    }
+  });
+}
+
+EventLogger::~EventLogger() {
+  stop_.store(true, std::memory_order_release);
+  thread_.join();
+  drain();
+}
+
+void EventLogger::attach(std::shared_ptr<EventQueue> queue, std::string source) {
+  std::lock_guard lock(mutex_);
+  sources_.push_back(Source{std::move(queue), std::move(source)});
+}
+
+void EventLogger::detach(const EventQueue* queue) {
+  std::lock_guard lock(mutex_);
+  drainLocked();
+  sources_.erase(std::remove_if(sources_.begin(), sources_.end(),
+                                [queue](const Source& s) { return s.queue.get() == queue; }),
+                 sources_.end());
+}
+
+std::size_t EventLogger::drain() {
+  std::lock_guard lock(mutex_);
+  return drainLocked();
+}
+
+std::size_t EventLogger::drainLocked() {
+  std::size_t logged = 0;
+  Event event;
+  for (Source& source : sources_) {
+    while (source.queue->pop(event)) {
+      const std::string line = describeEvent(event, source.name);
+      const bool serious = event.kind == EventKind::kFault ||
+                           event.kind == EventKind::kWatchdogTripped ||
+                           event.kind == EventKind::kDeadlineMiss;
+      if (serious) spdlog::warn("{}", line);
+      else spdlog::info("{}", line);
+      ++logged;
+    }
+  }
+  return logged;
+}
+
+EventLogger& EventLogger::global() {
+  static EventLogger logger;
+  return logger;
+}
+
+}  // namespace hilsim::rt

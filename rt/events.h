@@ -1,0 +1,108 @@
+// RT-safe events: the RT thread pushes small fixed-size records into a lock-free queue; a non-RT
+// thread (EventLogger) formats them and writes them to spdlog. Nothing is formatted, allocated
+// or locked on the RT thread; a full queue drops the event and counts it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rt/clock.h"
+#include "rt/spsc_queue.h"
+
+namespace hilsim::rt {
+
+enum class EventKind : std::uint8_t {
+  kStateChanged,     ///< value: new SessionState, extra: previous one
+  kDeadlineMiss,     ///< first miss of a run; value: lateness [ns]
+  kMissRunEnded,     ///< value: length of the run of consecutive misses [cycles]
+  kCyclesSkipped,    ///< value: cycles dropped by the overrun policy
+  kWatchdogTripped,  ///< value: consecutive missed cycles, extra: policy
+  kWatchdogCleared,  ///< a fresh command after a trip; value: cycles it lasted
+  kFault,            ///< value: FaultKind, extra: index (joint or command), x: offending value
+};
+
+/// Why a session faulted. Filled on the RT thread as plain numbers; described off it.
+enum class FaultKind : std::uint8_t {
+  kNone,
+  kNonFiniteCommand,  ///< index: DoF, value: the torque
+  kNonFiniteState,    ///< index: coordinate of q (index < nq) or nq + DoF of v
+  kExplodingState,    ///< index: DoF whose speed exceeded the limit, value: the speed
+  kDeadlineMiss,      ///< overrun policy fault; value: lateness [ns]
+  kWatchdog,          ///< value: consecutive cycles without a command
+};
+
+struct FaultInfo {
+  FaultKind kind = FaultKind::kNone;
+  std::uint64_t cycle = 0;  ///< control cycle at which it happened
+  double time = 0.0;        ///< simulation time [s]
+  std::int64_t index = -1;
+  double value = 0.0;
+  std::uint64_t command_sequence = 0;  ///< the command being applied, if any
+};
+
+/// One line of text for a fault ("" for kNone). Not for the RT thread.
+std::string describeFault(const FaultInfo& fault);
+
+struct Event {
+  EventKind kind = EventKind::kStateChanged;
+  Nanoseconds time = 0;  ///< CLOCK_MONOTONIC
+  std::uint64_t cycle = 0;
+  std::int64_t value = 0;
+  std::int64_t extra = 0;
+  double x = 0.0;
+};
+
+/// Single producer (the RT thread), single consumer (the EventLogger).
+class EventQueue {
+ public:
+  explicit EventQueue(std::size_t capacity = 1024) : queue_(capacity) {}
+  /// RT side: never blocks; false (and counted) when full.
+  bool push(const Event& event) noexcept { return queue_.tryPush(event); }
+  bool pop(Event& event) noexcept { return queue_.tryPop(event); }
+  std::uint64_t dropped() const noexcept { return queue_.dropped(); }
+
+ private:
+  SpscQueue<Event> queue_;
+};
+
+/// One line of text for an event of the named source. Not for the RT thread.
+std::string describeEvent(const Event& event, const std::string& source);
+
+/// Drains registered event queues on its own thread every `poll_interval` and logs each event
+/// through spdlog (faults and trips as warnings, the rest as info).
+class EventLogger {
+ public:
+  explicit EventLogger(Nanoseconds poll_interval = 5'000'000);
+  ~EventLogger();  ///< drains what is left, then joins
+  EventLogger(const EventLogger&) = delete;
+  EventLogger& operator=(const EventLogger&) = delete;
+
+  /// Starts draining `queue`, naming its events `source` (e.g. "session 3").
+  void attach(std::shared_ptr<EventQueue> queue, std::string source);
+  /// Drains `queue` a last time and forgets it.
+  void detach(const EventQueue* queue);
+  /// Drains every queue now, on the calling thread. Returns the number of events logged.
+  std::size_t drain();
+
+  /// The process-wide logger sessions use when they are given none.
+  static EventLogger& global();
+
+ private:
+  struct Source {
+    std::shared_ptr<EventQueue> queue;
+    std::string name;
+  };
+  std::size_t drainLocked();
+  std::mutex mutex_;  // guards sources_; taken only by non-RT threads
+  std::vector<Source> sources_;
+  Nanoseconds poll_interval_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace hilsim::rt

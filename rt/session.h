@@ -1,0 +1,231 @@
+// Session: one simulated robot in its real-time loop. Ties the engine's Simulator to the
+// periodic loop, the command and state channels, the watchdog, the deadline monitor and the
+// event queue, and owns the RT thread (docs/REALTIME.md).
+#pragma once
+
+#include <Eigen/Core>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/integrators/simulator.h"
+#include "rt/clock.h"
+#include "rt/deadline_monitor.h"
+#include "rt/events.h"
+#include "rt/histogram.h"
+#include "rt/periodic_loop.h"
+#include "rt/realtime_setup.h"
+#include "rt/session_state.h"
+#include "rt/spsc_queue.h"
+#include "rt/triple_buffer.h"
+#include "rt/watchdog.h"
+
+namespace hilsim::rt {
+
+/// Capacity of the fixed-size command and state records: models with nq or nv above it are
+/// refused. Fixed size keeps every copy through the channels free of allocation.
+constexpr int kMaxCoordinates = 128;
+
+/// Joint torques for one or more control periods, from a controller.
+struct Command {
+  std::uint64_t sequence = 0;        ///< the controller's sequence number, echoed in the state
+  Nanoseconds client_send_time = 0;  ///< the controller's clock [ns], echoed in the state
+  Nanoseconds receive_time = 0;      ///< CLOCK_MONOTONIC at receipt; set by push if 0
+  std::uint32_t steps = 1;           ///< lockstep: control periods to advance with this τ
+  std::int32_t nv = 0;               ///< number of torques; must equal the model's nv
+  std::array<double, kMaxCoordinates> tau{};  ///< generalized forces [N·m or N], v order
+};
+
+/// The state after one control cycle, as published to readers.
+struct StateSnapshot {
+  std::uint64_t cycle = 0;  ///< control cycles completed since start or reset
+  double time = 0.0;        ///< simulation time [s]
+  SessionState state = SessionState::kCreated;
+  std::int32_t nq = 0;
+  std::int32_t nv = 0;
+  std::array<double, kMaxCoordinates> q{};    ///< positions (quaternions w, x, y, z)
+  std::array<double, kMaxCoordinates> v{};    ///< velocities
+  std::array<double, kMaxCoordinates> tau{};  ///< torques applied during the cycle
+  std::uint64_t command_sequence = 0;         ///< the command applied (0: none yet)
+  Nanoseconds command_client_time = 0;        ///< its client send time
+  Nanoseconds command_receive_time = 0;       ///< its receive time (CLOCK_MONOTONIC)
+  Nanoseconds publish_time = 0;               ///< CLOCK_MONOTONIC when published
+  bool watchdog_tripped = false;
+};
+
+struct SessionConfig {
+  std::shared_ptr<const Model> model;
+  SessionMode mode = SessionMode::kRealtime;
+  double control_rate = 1000.0;  ///< control cycles per second [Hz], 100 to 10,000
+  int substeps = 1;              ///< physics steps per control cycle; dt = 1 / (rate · substeps)
+  Formulation formulation = Formulation::kAba;
+  Integrator integrator = Integrator::kRk4;
+  WatchdogConfig watchdog;
+  OverrunPolicy overrun = OverrunPolicy::kSkip;
+  int max_catch_up = 10;
+  ThreadSetup thread;  ///< RT thread set-up: memory lock, SCHED_FIFO, affinity
+  std::optional<Eigen::VectorXd> initial_q;  ///< default: the neutral configuration
+  std::optional<Eigen::VectorXd> initial_v;  ///< default: at rest
+  /// Speeds above this [rad/s or m/s] count as a diverged simulation and fault the session.
+  double max_speed = 1e4;
+  std::size_t command_capacity = 64;
+  std::string name = "session";  ///< names the session's log lines and its RT thread
+  /// Called on the RT thread after its set-up and before its first cycle (tests, tracing).
+  std::function<void()> on_rt_thread_start;
+};
+
+/// The configuration is invalid: the message says which field and why.
+class SessionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct SessionStats {
+  SessionState state = SessionState::kCreated;
+  SessionMode mode = SessionMode::kRealtime;
+  std::uint64_t cycles = 0;
+  double time = 0.0;                ///< simulation time [s]
+  double wall_time_running = 0.0;   ///< wall-clock time spent running [s]
+  double real_time_factor = 0.0;    ///< simulated seconds per wall-clock second while running
+  DeadlineStats timing;
+  std::uint64_t commands_received = 0;    ///< accepted into the command channel
+  std::uint64_t commands_applied = 0;     ///< taken by a cycle and applied
+  std::uint64_t commands_superseded = 0;  ///< replaced by a newer one before a cycle took them
+  std::uint64_t commands_dropped = 0;     ///< channel full
+  std::uint64_t commands_rejected = 0;    ///< wrong size, or sent to a session that cannot run
+  std::uint64_t watchdog_trips = 0;
+  std::uint64_t watchdog_missed_cycles = 0;
+  double command_success_rate = 1.0;  ///< fresh-command fraction of the last 100 cycles
+  Nanoseconds command_age = -1;       ///< age of the newest command at the last cycle [ns]
+  std::uint64_t events_dropped = 0;
+  std::string fault;  ///< why the session faulted ("" unless faulted)
+};
+
+class Session {
+ public:
+  /// Validates the configuration (throws SessionError) and prepares every buffer.
+  explicit Session(SessionConfig config, EventLogger* events = &EventLogger::global());
+  ~Session();  ///< stops the RT thread
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Control, from any non-RT thread. Each returns false (and changes nothing) when the
+  // transition is not allowed from the current state; failReason() then says why.
+  bool start();   ///< created → running (starts the RT thread); paused → running
+  bool pause();   ///< running → paused
+  bool resume();  ///< paused → running
+  bool stop();    ///< created, running, paused → stopped; joins the RT thread
+  /// Any state → created: stops the RT thread, restores the initial state (or the given one),
+  /// clears the fault, the watchdog and the timing statistics.
+  void reset();
+  bool reset(const Eigen::VectorXd& q, const Eigen::VectorXd& v);
+
+  /// Queues a command (non-RT side; producers are serialized by a mutex, never seen by the RT
+  /// thread). False when the size is wrong or the channel is full; both are counted.
+  bool pushCommand(const Command& command);
+  /// Lockstep: advance `n` control cycles with the torques last applied.
+  void requestSteps(std::uint64_t n);
+
+  /// Copies the newest published state (readers are serialized by a mutex).
+  StateSnapshot latestState();
+  /// Blocks until a state with cycle ≥ `cycle` is published, the session leaves `running`, or
+  /// the timeout passes. True when the cycle was reached. While a thread waits here the RT
+  /// thread makes one futex wake per cycle, so realtime-mode readers should rather poll.
+  bool waitForCycle(std::uint64_t cycle, Nanoseconds timeout);
+
+  SessionState state() const { return state_.load(std::memory_order_acquire); }
+  SessionMode mode() const { return config_.mode; }
+  const SessionConfig& config() const { return config_; }
+  const Model& model() const { return *config_.model; }
+  Nanoseconds period() const { return period_; }
+  SessionStats stats() const;
+  /// Why the last control call failed.
+  std::string failReason() const;
+  /// The RT thread's set-up steps, once it has started (empty before).
+  std::vector<SetupStep> setupReport() const;
+  /// Timing of the RT loop (wake-up latency, compute time, period).
+  const DeadlineMonitor& monitor() const { return monitor_; }
+  /// Per cycle: time in the engine (the substeps) [ns].
+  const LatencyHistogram& stepTime() const { return step_time_; }
+  /// Per cycle: the cycle's own cost besides the engine — command intake, watchdog, state
+  /// checks, publishing — from wake-up to the end of the cycle minus stepTime [ns].
+  const LatencyHistogram& cycleOverhead() const { return cycle_overhead_; }
+
+ private:
+  void rtMain();
+  void runRealtime();
+  void runLockstep();
+  void runFree();
+  /// One control cycle; false when the session faulted.
+  bool cycle(const Command* fresh, Nanoseconds now, bool use_watchdog);
+  bool takeNewestCommand(Command& out);
+  void fault(FaultKind kind, std::int64_t index, double value, std::uint64_t sequence);
+  void publish();
+  void emit(EventKind kind, std::int64_t value, std::int64_t extra = 0, double x = 0.0);
+  void joinRtThread();
+  void restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorXd& v);
+  bool transition(SessionState from, SessionState to);
+  void wakeRtThread();
+  void setFailReason(std::string reason);
+
+  SessionConfig config_;
+  Nanoseconds period_;
+  Simulator simulator_;
+  Eigen::VectorXd q0_, v0_;
+  Eigen::VectorXd held_tau_;     // RT: the torques of the newest command
+  Eigen::VectorXd applied_tau_;  // RT: what the watchdog let through this cycle
+  Watchdog watchdog_;
+  DeadlineMonitor monitor_;
+  LatencyHistogram step_time_;
+  LatencyHistogram cycle_overhead_;
+  SpscQueue<Command> commands_;
+  TripleBuffer<StateSnapshot> state_out_;
+  std::shared_ptr<EventQueue> events_;
+  EventLogger* logger_;
+
+  std::atomic<SessionState> state_{SessionState::kCreated};
+  std::atomic<bool> leave_loop_{false};      // asks the RT loop to return (pause, stop, reset)
+  std::atomic<bool> exit_thread_{false};     // asks the RT thread to end
+  std::atomic<std::uint32_t> rt_wake_{0};    // futex the RT thread sleeps on when idle
+  std::atomic<std::uint32_t> published_{0};  // futex for waitForCycle
+  std::atomic<int> publish_waiters_{0};
+  std::atomic<std::uint64_t> published_cycle_{0};
+  std::atomic<std::uint64_t> step_budget_{0};
+
+  // RT-thread bookkeeping, read by stats() through atomics
+  std::uint64_t cycle_ = 0;
+  Command current_;  // RT: the command being applied
+  std::atomic<std::uint64_t> commands_received_{0}, commands_applied_{0},
+      commands_superseded_{0}, commands_rejected_{0};
+  std::atomic<std::uint64_t> watchdog_trips_{0}, watchdog_missed_{0};
+  std::atomic<double> success_rate_{1.0};
+  std::atomic<Nanoseconds> command_age_{-1};
+  std::atomic<double> sim_time_{0.0};
+  std::atomic<Nanoseconds> running_wall_{0};      // finished running segments [ns]
+  std::atomic<Nanoseconds> segment_start_{0};     // start of the current segment, 0 if none
+  std::atomic<double> segment_sim_start_{0.0};
+  std::atomic<double> running_sim_{0.0};          // simulated time of finished segments [s]
+  FaultInfo fault_;  // written by the RT thread before state_ becomes kFaulted (release)
+  bool watchdog_was_tripped_ = false;
+  std::uint64_t consecutive_misses_seen_ = 0;
+
+  mutable std::mutex control_mutex_;   // start/pause/resume/stop/reset
+  std::mutex producer_mutex_;          // serializes pushCommand callers
+  std::mutex reader_mutex_;            // serializes state readers
+  StateSnapshot last_read_;
+  std::string fail_reason_;
+  std::vector<SetupStep> setup_report_;
+  std::atomic<bool> setup_done_{false};
+  std::thread thread_;
+};
+
+}  // namespace hilsim::rt

@@ -1,0 +1,295 @@
+// Session: life cycle, the three modes, watchdog policies in the running loop, faults that never
+// take the process down, and lockstep determinism.
+
+#include "rt/session.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "engine/io/model_loader.h"
+
+namespace hilsim::rt {
+namespace {
+
+constexpr Nanoseconds kSecond = kNanosecondsPerSecond;
+
+std::shared_ptr<const Model> pendulum() {
+  static const auto model = std::make_shared<const Model>(loadModel("pendulum"));
+  return model;
+}
+std::shared_ptr<const Model> arm() {
+  static const auto model = std::make_shared<const Model>(loadModel("iiwa14"));
+  return model;
+}
+
+SessionConfig config(SessionMode mode, std::shared_ptr<const Model> model = pendulum()) {
+  SessionConfig c;
+  c.model = std::move(model);
+  c.mode = mode;
+  c.control_rate = 1000.0;
+  c.thread.lock_memory = false;  // tests run unprivileged as well
+  c.name = "test";
+  return c;
+}
+
+Command command(const Model& model, std::uint64_t sequence, double tau, std::uint32_t steps = 1) {
+  Command c;
+  c.sequence = sequence;
+  c.nv = model.nv;
+  c.steps = steps;
+  for (int k = 0; k < model.nv; ++k) c.tau[k] = tau * (k + 1);
+  return c;
+}
+
+/// Polls until `done()` or `timeout`.
+template <typename Done>
+bool eventually(Done done, Nanoseconds timeout = 5 * kSecond) {
+  const Nanoseconds until = monotonicNow() + timeout;
+  while (monotonicNow() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+TEST(Session, LifeCycle) {
+  Session s(config(SessionMode::kRealtime));
+  EXPECT_EQ(s.state(), SessionState::kCreated);
+  EXPECT_FALSE(s.pause());
+  EXPECT_NE(s.failReason().find("cannot pause a created session"), std::string::npos);
+  ASSERT_TRUE(s.start());
+  EXPECT_EQ(s.state(), SessionState::kRunning);
+  EXPECT_TRUE(s.waitForCycle(10, kSecond));
+  EXPECT_TRUE(s.pause());
+  EXPECT_EQ(s.state(), SessionState::kPaused);
+  // paused: the simulation holds still
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::uint64_t paused_at = s.latestState().cycle;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(s.latestState().cycle, paused_at);
+  EXPECT_TRUE(s.resume());
+  EXPECT_TRUE(s.waitForCycle(paused_at + 10, kSecond));
+  EXPECT_TRUE(s.stop());
+  EXPECT_EQ(s.state(), SessionState::kStopped);
+  EXPECT_FALSE(s.start());
+  EXPECT_NE(s.failReason().find("reset it first"), std::string::npos);
+  s.reset();
+  EXPECT_EQ(s.state(), SessionState::kCreated);
+  EXPECT_EQ(s.latestState().cycle, 0u);
+  EXPECT_EQ(s.latestState().time, 0.0);
+  EXPECT_TRUE(s.start());
+  EXPECT_TRUE(s.waitForCycle(5, kSecond));
+}
+
+TEST(Session, InvalidConfigurationsAreRefusedWithTheirReason) {
+  auto expectError = [](SessionConfig c, const std::string& text) {
+    try {
+      Session s(std::move(c));
+      ADD_FAILURE() << "accepted; expected an error naming " << text;
+    } catch (const SessionError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  SessionConfig c = config(SessionMode::kRealtime);
+  c.control_rate = 50.0;
+  expectError(c, "control_rate");
+  c = config(SessionMode::kRealtime);
+  c.substeps = 0;
+  expectError(c, "substeps");
+  c = config(SessionMode::kRealtime);
+  c.initial_q = Eigen::VectorXd::Zero(3);
+  expectError(c, "initial q");
+  c = config(SessionMode::kRealtime);
+  c.model = nullptr;
+  expectError(c, "no model");
+  c = config(SessionMode::kRealtime);
+  c.watchdog.missed_cycles_limit = 0;
+  expectError(c, "missed_cycles_limit");
+}
+
+TEST(Session, CommandsOfTheWrongSizeAreRejectedAndCounted) {
+  Session s(config(SessionMode::kLockstep));
+  Command c = command(s.model(), 1, 0.0);
+  c.nv = 2;
+  EXPECT_FALSE(s.pushCommand(c));
+  EXPECT_EQ(s.stats().commands_rejected, 1u);
+  EXPECT_EQ(s.stats().commands_received, 0u);
+}
+
+TEST(Session, LockstepAdvancesExactlyOnCommandsAndStepRequests) {
+  Session s(config(SessionMode::kLockstep));
+  ASSERT_TRUE(s.start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(s.latestState().cycle, 0u) << "no command, no step";
+  ASSERT_TRUE(s.pushCommand(command(s.model(), 7, 0.5, 5)));
+  ASSERT_TRUE(s.waitForCycle(5, kSecond));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  StateSnapshot state = s.latestState();
+  EXPECT_EQ(state.cycle, 5u);
+  EXPECT_DOUBLE_EQ(state.time, 5 * 1e-3);
+  EXPECT_EQ(state.command_sequence, 7u);
+  EXPECT_EQ(state.tau[0], 0.5);
+  s.requestSteps(3);
+  ASSERT_TRUE(s.waitForCycle(8, kSecond));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  state = s.latestState();
+  EXPECT_EQ(state.cycle, 8u);
+  EXPECT_EQ(state.tau[0], 0.5) << "step requests hold the last torques";
+  const SessionStats stats = s.stats();
+  EXPECT_EQ(stats.commands_applied, 1u);
+  EXPECT_EQ(stats.cycles, 8u);
+}
+
+/// Runs a lockstep session through `n` commands and returns its final state.
+StateSnapshot runLockstep(int n, std::uint32_t substeps) {
+  SessionConfig c = config(SessionMode::kLockstep, arm());
+  c.substeps = static_cast<int>(substeps);
+  Session s(c);
+  EXPECT_TRUE(s.start());
+  for (int k = 1; k <= n; ++k) {
+    EXPECT_TRUE(s.pushCommand(command(s.model(), k, std::sin(0.01 * k))));
+    EXPECT_TRUE(s.waitForCycle(k, kSecond));
+  }
+  return s.latestState();
+}
+
+TEST(Session, LockstepIsBitForBitReproducibleAndEqualsTheOfflineSimulator) {
+  constexpr int kCommands = 300;
+  const StateSnapshot a = runLockstep(kCommands, 2);
+  const StateSnapshot b = runLockstep(kCommands, 2);
+  ASSERT_EQ(a.cycle, static_cast<std::uint64_t>(kCommands));
+  ASSERT_EQ(b.cycle, a.cycle);
+  EXPECT_EQ(std::memcmp(a.q.data(), b.q.data(), sizeof(double) * a.nq), 0);
+  EXPECT_EQ(std::memcmp(a.v.data(), b.v.data(), sizeof(double) * a.nv), 0);
+
+  // the same torques stepped by hand through the engine give the very same bits
+  Simulator sim(arm(), Formulation::kAba, Integrator::kRk4, 1.0 / (1000.0 * 2));
+  Eigen::VectorXd tau(arm()->nv);
+  for (int k = 1; k <= kCommands; ++k) {
+    const Command c = command(*arm(), k, std::sin(0.01 * k));
+    for (int j = 0; j < arm()->nv; ++j) tau[j] = c.tau[j];
+    sim.step(tau);
+    sim.step(tau);
+  }
+  EXPECT_EQ(std::memcmp(a.q.data(), sim.q().data(), sizeof(double) * a.nq), 0);
+  EXPECT_EQ(std::memcmp(a.v.data(), sim.v().data(), sizeof(double) * a.nv), 0);
+  EXPECT_GT(std::abs(a.v[0]), 1e-3) << "the arm moved";
+}
+
+TEST(Session, NonFiniteTorqueFaultsTheSessionNotTheProcess) {
+  Session s(config(SessionMode::kLockstep));
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(s.pushCommand(command(s.model(), 1, 0.1, 3)));
+  ASSERT_TRUE(s.waitForCycle(3, kSecond));
+  Command bad = command(s.model(), 2, 0.1);
+  bad.tau[0] = std::numeric_limits<double>::quiet_NaN();
+  ASSERT_TRUE(s.pushCommand(bad));
+  ASSERT_TRUE(eventually([&] { return s.state() == SessionState::kFaulted; }));
+  const SessionStats stats = s.stats();
+  EXPECT_NE(stats.fault.find("command 2 has a non-finite torque"), std::string::npos) << stats.fault;
+  EXPECT_NE(stats.fault.find("DoF 0"), std::string::npos) << stats.fault;
+  EXPECT_EQ(s.latestState().cycle, 3u) << "the faulty command was never applied";
+  EXPECT_TRUE(s.latestState().v.size() > 0 && std::isfinite(s.latestState().v[0]));
+  EXPECT_FALSE(s.start());
+  s.reset();
+  EXPECT_EQ(s.state(), SessionState::kCreated);
+  EXPECT_TRUE(s.stats().fault.empty());
+}
+
+TEST(Session, DivergingStateFaultsWithTheOffendingDof) {
+  SessionConfig c = config(SessionMode::kFree);
+  c.max_speed = 2.0;  // rad/s
+  Session s(c);
+  ASSERT_TRUE(s.pushCommand(command(s.model(), 1, 1e3)));  // spins the pendulum up
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(eventually([&] { return s.state() == SessionState::kFaulted; }));
+  const std::string fault = s.stats().fault;
+  EXPECT_NE(fault.find("diverged"), std::string::npos) << fault;
+  EXPECT_NE(fault.find("DoF 0"), std::string::npos) << fault;
+  EXPECT_LE(std::abs(s.latestState().v[0]), 2.0) << "the published state is the last good one";
+}
+
+/// A realtime session at 1 kHz given one command and then left silent.
+struct SilentController {
+  explicit SilentController(WatchdogPolicy policy) {
+    SessionConfig c = config(SessionMode::kRealtime);
+    c.watchdog = WatchdogConfig{policy, 20, 3.0};
+    c.initial_v = Eigen::VectorXd::Constant(1, 2.0);
+    session = std::make_unique<Session>(c);
+    EXPECT_TRUE(session->start());
+    EXPECT_TRUE(session->pushCommand(command(session->model(), 1, 5.0)));
+    EXPECT_TRUE(eventually([&] { return session->stats().commands_applied == 1; }));
+    // 20 silent cycles at 1 kHz trip it; wait well beyond
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::unique_ptr<Session> session;
+};
+
+TEST(Session, WatchdogFaultPolicyFaultsAfterTwentySilentCycles) {
+  SilentController run(WatchdogPolicy::kFault);
+  ASSERT_EQ(run.session->state(), SessionState::kFaulted);
+  const SessionStats stats = run.session->stats();
+  EXPECT_NE(stats.fault.find("watchdog: no command for 20 consecutive cycles"), std::string::npos)
+      << stats.fault;
+  EXPECT_EQ(stats.watchdog_trips, 1u);
+}
+
+TEST(Session, WatchdogZeroTorquePolicy) {
+  SilentController run(WatchdogPolicy::kZeroTorque);
+  const StateSnapshot state = run.session->latestState();
+  EXPECT_EQ(run.session->state(), SessionState::kRunning);
+  EXPECT_TRUE(state.watchdog_tripped);
+  EXPECT_EQ(state.tau[0], 0.0);
+  EXPECT_EQ(run.session->stats().watchdog_trips, 1u);
+  EXPECT_GE(run.session->stats().command_age, 50'000'000) << "≥ 50 ms old";
+}
+
+TEST(Session, WatchdogHoldPolicy) {
+  SilentController run(WatchdogPolicy::kHoldLast);
+  const StateSnapshot state = run.session->latestState();
+  EXPECT_TRUE(state.watchdog_tripped);
+  EXPECT_EQ(state.tau[0], 5.0);
+  EXPECT_EQ(run.session->stats().watchdog_trips, 1u);
+}
+
+TEST(Session, WatchdogDampingPolicy) {
+  SilentController run(WatchdogPolicy::kDamping);
+  for (int k = 0; k < 5; ++k) {
+    const StateSnapshot state = run.session->latestState();
+    ASSERT_TRUE(state.watchdog_tripped);
+    // τ = −D v at the start of the cycle; v moves by at most g/l·dt ≈ 0.01 rad/s in one cycle
+    EXPECT_LT(state.tau[0] * state.v[0], 0.0) << "damping opposes the motion";
+    EXPECT_NEAR(state.tau[0], -3.0 * state.v[0], 3.0 * 0.05) << "τ = −D v";
+    std::this_thread::sleep_for(std::chrono::milliseconds(7));
+  }
+  // a fresh command clears the trip
+  ASSERT_TRUE(run.session->pushCommand(command(run.session->model(), 2, 1.0)));
+  ASSERT_TRUE(eventually([&] { return !run.session->latestState().watchdog_tripped; }));
+  EXPECT_EQ(run.session->latestState().command_sequence, 2u);
+}
+
+TEST(Session, RealtimeRunsAtTheWallClockRate) {
+  Session s(config(SessionMode::kRealtime));
+  ASSERT_TRUE(s.start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const SessionStats stats = s.stats();
+  // the loop keeps phase on the wall clock; skipped cycles (if the machine stalls) lose sim time
+  EXPECT_NEAR(stats.real_time_factor, 1.0, 0.05);
+  EXPECT_NEAR(static_cast<double>(stats.timing.cycles), 500.0, 50.0);
+  EXPECT_GT(stats.timing.wakeup_latency.count, 0u);
+}
+
+TEST(Session, FreeModeRunsFasterThanRealTime) {
+  Session s(config(SessionMode::kFree));
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(s.waitForCycle(20000, 10 * kSecond));
+  EXPECT_GT(s.stats().real_time_factor, 2.0);
+}
+
+}  // namespace
+}  // namespace hilsim::rt
