@@ -21,7 +21,8 @@ inline std::uint64_t get(const std::atomic<std::uint64_t>& counter) noexcept {
 }  // namespace
 
 void DeadlineMonitor::recordCycle(const CycleTiming& t) noexcept {
-  wakeup_latency_.recordCorrected(t.woke - t.scheduled, t.period);
+  if (t.late_cycles_run) wakeup_latency_.record(t.woke - t.scheduled);
+  else wakeup_latency_.recordCorrected(t.woke - t.scheduled, t.period);
   compute_time_.record(t.finished - t.woke);
   if (has_previous_woke_) measured_period_.record(t.woke - previous_woke_);
   previous_woke_ = t.woke;

@@ -18,6 +18,9 @@ struct CycleTiming {
   Nanoseconds finished = 0;   ///< when the cycle's work was done
   Nanoseconds deadline = 0;   ///< by when the work had to be done (a miss if finished > deadline)
   Nanoseconds period = 0;     ///< nominal period of the loop
+  /// Whether the cycles that were due while this one was late will report their own latency
+  /// (a catch-up loop runs them): then the coordinated-omission correction is left out.
+  bool late_cycles_run = false;
 };
 
 /// Counters and distributions of a DeadlineMonitor, as plain values.
@@ -44,8 +47,8 @@ struct DeadlineStats {
 /// LatencyHistogram::recordCorrected against the nominal period, which also records the lateness
 /// of the cycles that were due during the stall. That fits a loop that, once late, drops the
 /// missed slots and resynchronises (reporting them with recordSkipped). A loop that instead runs
-/// the missed cycles back to back reports their real latencies itself, and the correction then
-/// counts them twice.
+/// the missed cycles back to back reports their real latencies itself and sets
+/// CycleTiming::late_cycles_run, which turns the correction off for that cycle.
 class DeadlineMonitor {
  public:
   DeadlineMonitor() noexcept = default;

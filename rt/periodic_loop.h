@@ -72,8 +72,9 @@ class PeriodicLoop {
 
       const CycleResult result = cycle(static_cast<const CycleContext&>(context));
       const Nanoseconds finished = monotonicNow();
-      monitor_.recordCycle(
-          CycleTiming{context.scheduled, context.woke, finished, context.deadline, period});
+      monitor_.recordCycle(CycleTiming{context.scheduled, context.woke, finished,
+                                       context.deadline, period,
+                                       config_.overrun == OverrunPolicy::kCatchUp});
       if (result == CycleResult::kStop) return LoopExit::kCycleStopped;
       if (finished > context.deadline) {
         overrun_ = finished - context.deadline;

@@ -14,78 +14,11 @@
 
 #include <gtest/gtest.h>
 
-// ------------------------------------------------------------------------------------------------
-// Allocation counting (as in histogram_test.cc): the global operator new/delete are replaced and
-// count calls on the current thread while a ScopedAllocationCount is alive.
-
-namespace {
-
-thread_local bool t_counting = false;
-thread_local long t_allocations = 0;
-
-void* countedAllocate(std::size_t size, std::size_t alignment, bool nothrow) {
-  if (t_counting) ++t_allocations;
-  if (size == 0) size = 1;
-  void* p = nullptr;
-  if (alignment > alignof(std::max_align_t)) {
-    if (posix_memalign(&p, alignment, size) != 0) p = nullptr;
-  } else {
-    p = std::malloc(size);
-  }
-  if (p == nullptr && !nothrow) throw std::bad_alloc();
-  return p;
-}
-
-constexpr std::size_t kDefaultAlignment = 0;
-
-}  // namespace
-
-// These replacements allocate with malloc and release with free; GCC (at -O2, with TSan) pairs the
-// free with the operator new it inlined from elsewhere and warns of a mismatch that is not one.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) { return countedAllocate(n, kDefaultAlignment, false); }
-void* operator new[](std::size_t n) { return countedAllocate(n, kDefaultAlignment, false); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, kDefaultAlignment, true);
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, kDefaultAlignment, true);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return countedAllocate(n, static_cast<std::size_t>(a), false);
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return countedAllocate(n, static_cast<std::size_t>(a), false);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
+#include "tests/support/allocation_hooks.h"
 
 namespace hilsim::rt {
 namespace {
 
-/// Counts operator new calls on this thread from construction to stop(); check after stop().
-class ScopedAllocationCount {
- public:
-  ScopedAllocationCount() : start_(t_allocations) { t_counting = true; }
-  ~ScopedAllocationCount() { t_counting = false; }
-  ScopedAllocationCount(const ScopedAllocationCount&) = delete;
-  ScopedAllocationCount& operator=(const ScopedAllocationCount&) = delete;
-  long stop() {
-    t_counting = false;
-    return t_allocations - start_;
-  }
-
- private:
-  long start_;
-};
 
 constexpr Nanoseconds kMicrosecond = 1'000;
 constexpr Nanoseconds kPeriod = 1'000 * kMicrosecond;
@@ -301,24 +234,44 @@ TEST(DeadlineMonitor, StatsDuringWritesAreMonotone) {
 }
 
 TEST(DeadlineMonitor, RecordingAllocatesNothing) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
   const auto monitor = makeMonitor();
   // self-check: the counter does see an allocation in this binary
   {
-    ScopedAllocationCount count;
+    test::HeapCountingScope count;
     auto* volatile probe = new std::uint64_t(1);
     delete probe;
-    EXPECT_EQ(count.stop(), 1);
+    EXPECT_EQ(count.stop().allocations, 1);
   }
-  ScopedAllocationCount count;
+  test::HeapCountingScope count;
   for (Nanoseconds k = 0; k < 100'000; ++k) {
     const Nanoseconds latency = k % 500 == 0 ? 3 * kPeriod : 7 * kMicrosecond;
     monitor->recordCycle(cycle(k, latency, (k % 900) * kMicrosecond));
     if (k % 500 == 0) monitor->recordSkipped(2);
   }
   const DeadlineStats s = monitor->stats();
-  const long allocations = count.stop();
+  const long allocations = count.stop().allocations;
   EXPECT_EQ(allocations, 0);
   EXPECT_EQ(s.cycles, 100'000u);
+}
+
+}  // namespace
+}  // namespace hilsim::rt
+
+namespace hilsim::rt {
+namespace {
+
+TEST(DeadlineMonitor, CatchUpCyclesAreNotCorrectedTwice) {
+  // a loop that runs the late cycles itself reports their latencies: one record per cycle
+  const auto monitor = makeMonitor();
+  CycleTiming late = cycle(0, 10 * kPeriod, kMicrosecond);
+  late.late_cycles_run = true;
+  monitor->recordCycle(late);
+  EXPECT_EQ(monitor->stats().wakeup_latency.count, 1u);
+  // the same stall without it stands for the 9 cycles that fell due meanwhile as well
+  late.late_cycles_run = false;
+  monitor->recordCycle(late);
+  EXPECT_EQ(monitor->stats().wakeup_latency.count, 1u + 10u);
 }
 
 }  // namespace

@@ -18,81 +18,11 @@
 
 #include <gtest/gtest.h>
 
-// ------------------------------------------------------------------------------------------------
-// Allocation counting (the idea of tests/engine/allocation_test.cc, reduced to operator new): this
-// binary replaces the global operator new/delete and counts calls made on the current thread while
-// a ScopedAllocationCount is alive. Plain thread_local PODs in an executable use local-exec TLS, so
-// reading them never allocates.
-
-namespace {
-
-thread_local bool t_counting = false;
-thread_local long t_allocations = 0;
-
-void* countedAllocate(std::size_t size, std::size_t alignment, bool nothrow) {
-  if (t_counting) ++t_allocations;
-  if (size == 0) size = 1;
-  void* p = nullptr;
-  if (alignment > alignof(std::max_align_t)) {
-    if (posix_memalign(&p, alignment, size) != 0) p = nullptr;
-  } else {
-    p = std::malloc(size);
-  }
-  if (p == nullptr && !nothrow) throw std::bad_alloc();
-  return p;
-}
-
-constexpr std::size_t kDefaultAlignment = 0;
-
-}  // namespace
-
-// These replacements allocate with malloc and release with free; GCC (at -O2, with TSan) pairs the
-// free with the operator new it inlined from elsewhere and warns of a mismatch that is not one.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) { return countedAllocate(n, kDefaultAlignment, false); }
-void* operator new[](std::size_t n) { return countedAllocate(n, kDefaultAlignment, false); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, kDefaultAlignment, true);
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, kDefaultAlignment, true);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return countedAllocate(n, static_cast<std::size_t>(a), false);
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return countedAllocate(n, static_cast<std::size_t>(a), false);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
+#include "tests/support/allocation_hooks.h"
 
 namespace hilsim::rt {
 namespace {
 
-/// Counts operator new calls on this thread from construction to stop(). Nothing in between may
-/// allocate, gtest assertions included: check the count after stop().
-class ScopedAllocationCount {
- public:
-  ScopedAllocationCount() : start_(t_allocations) { t_counting = true; }
-  ~ScopedAllocationCount() { t_counting = false; }
-  ScopedAllocationCount(const ScopedAllocationCount&) = delete;
-  ScopedAllocationCount& operator=(const ScopedAllocationCount&) = delete;
-  long stop() {
-    t_counting = false;
-    return t_allocations - start_;
-  }
-
- private:
-  long start_;
-};
 
 using Layout = HistogramLayout;
 
@@ -453,32 +383,34 @@ TEST(LatencyHistogram, SnapshotsDuringWritesAreMonotoneAndSelfConsistent) {
 // ------------------------------------------------------------------------------------------------
 
 TEST(AllocationCount, CountsOperatorNewInsideTheScopeOnly) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
   int* volatile sink = nullptr;
-  ScopedAllocationCount count;
+  test::HeapCountingScope count;
   sink = new int(1);
   delete sink;
   {
     std::vector<double> v(100, 1.0);
     EXPECT_EQ(v.size(), 100u);  // no failure, so no gtest allocation inside the scope
   }
-  const long inside = count.stop();
+  const long inside = count.stop().allocations;
   sink = new int(2);
   delete sink;
   EXPECT_EQ(inside, 2);
-  EXPECT_EQ(count.stop(), 2);  // nothing counted after stop()
+  EXPECT_EQ(count.stop().allocations, 2);  // nothing counted after stop()
 }
 
 TEST(LatencyHistogram, RecordingAndSnapshottingAllocateNothing) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
   const auto h = makeHistogram();
   auto s = std::make_unique<HistogramSnapshot>();
-  ScopedAllocationCount count;
+  test::HeapCountingScope count;
   for (Nanoseconds v = 0; v < 200'000; ++v) h->record(v * 97);
   h->record(-1);
   h->record(20 * kNanosecondsPerSecond);
   h->recordCorrected(50 * kMillisecond, kMillisecond);
   *s = h->snapshot();
   const HistogramSummary summary = s->summary();
-  const long allocations = count.stop();
+  const long allocations = count.stop().allocations;
   EXPECT_EQ(allocations, 0);
   EXPECT_EQ(summary.count, 200'000u + 2u + 50u);
 }

@@ -129,6 +129,8 @@ TEST(PeriodicLoop, CatchUpRunsTheLateCyclesAtOnce) {
   EXPECT_GE(run.cycles[5].woke - run.cycles[5].scheduled, 5 * kMillisecond) << "late by ≥ 5 ms";
   EXPECT_LT(run.cycles[6].woke - run.cycles[6].scheduled, 5 * kMillisecond) << "back on time";
   EXPECT_EQ(run.cycles.back().index, 9u);
+  // the late cycles report their own latencies: one record per cycle run, none added
+  EXPECT_EQ(run.stats.wakeup_latency.count, 10u);
 }
 
 TEST(PeriodicLoop, CatchUpIsBounded) {

@@ -1,0 +1,102 @@
+// RT-safe events: what the RT thread records reaches spdlog through the EventLogger thread, with
+// the numbers turned into words there; a full queue drops and counts.
+
+#include "rt/events.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/io/model_loader.h"
+#include "rt/session.h"
+
+namespace hilsim::rt {
+namespace {
+
+/// Routes spdlog's default logger into a ring buffer for the test's lifetime.
+class CapturedLog {
+ public:
+  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+    previous_ = spdlog::default_logger();
+    auto logger = std::make_shared<spdlog::logger>("captured", sink_);
+    logger->set_pattern("%l %v");
+    spdlog::set_default_logger(logger);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::vector<std::string> lines() const { return sink_->last_formatted(); }
+  bool contains(const std::string& text) const {
+    for (const std::string& line : lines()) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST(EventQueue, FullQueueDropsAndCounts) {
+  EventQueue queue(4);
+  Event e;
+  for (int k = 0; k < 10; ++k) {
+    e.cycle = static_cast<std::uint64_t>(k);
+    queue.push(e);
+  }
+  EXPECT_EQ(queue.dropped(), 6u);
+  Event out;
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(queue.pop(out));
+    EXPECT_EQ(out.cycle, k) << "the oldest are kept, in order";
+  }
+  EXPECT_FALSE(queue.pop(out));
+}
+
+TEST(Events, DescriptionsCarryTheNumbers) {
+  Event miss{EventKind::kDeadlineMiss, 0, 42, 12'500, 0, 0.0};
+  EXPECT_EQ(describeEvent(miss, "s1"), "s1 cycle 42: deadline missed by 12.5 µs");
+  Event skipped{EventKind::kCyclesSkipped, 0, 43, 3, 0, 0.0};
+  EXPECT_EQ(describeEvent(skipped, "s1"), "s1 cycle 43: overrun: 3 cycles skipped");
+  Event trip{EventKind::kWatchdogTripped, 0, 7, 20, static_cast<std::int64_t>(WatchdogPolicy::kZeroTorque), 0.0};
+  EXPECT_EQ(describeEvent(trip, "s1"),
+            "s1 cycle 7: watchdog tripped after 20 cycles without a command, policy zero");
+  Event state{EventKind::kStateChanged, 0, 0, static_cast<std::int64_t>(SessionState::kPaused),
+              static_cast<std::int64_t>(SessionState::kRunning), 0.0};
+  EXPECT_EQ(describeEvent(state, "s1"), "s1 cycle 0: state running → paused");
+  FaultInfo fault{FaultKind::kNonFiniteCommand, 9, 0.009, 3, std::nan(""), 17};
+  EXPECT_EQ(describeFault(fault), "command 17 has a non-finite torque nan at DoF 3 (cycle 9, t = 0.009000 s)");
+}
+
+TEST(EventLogger, SessionEventsReachTheLogFromTheLoggerThread) {
+  CapturedLog log;
+  EventLogger logger(1'000'000);  // drains every 1 ms
+  SessionConfig c;
+  c.model = std::make_shared<const Model>(loadModel("pendulum"));
+  c.mode = SessionMode::kRealtime;
+  c.thread.lock_memory = false;
+  c.watchdog = WatchdogConfig{WatchdogPolicy::kFault, 20, 1.0};
+  c.name = "events";
+  Session s(c, &logger);
+  ASSERT_TRUE(s.start());
+  Command command;
+  command.sequence = 1;
+  command.nv = 1;
+  ASSERT_TRUE(s.pushCommand(command));
+  // the watchdog faults the session 20 ms after the command
+  const Nanoseconds until = monotonicNow() + 5 * kNanosecondsPerSecond;
+  while (s.state() != SessionState::kFaulted && monotonicNow() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(s.state(), SessionState::kFaulted);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a few drains
+  EXPECT_TRUE(log.contains("warning events cycle")) << "logged as warnings";
+  EXPECT_TRUE(log.contains("watchdog tripped after 20 cycles without a command, policy fault"));
+  EXPECT_TRUE(log.contains("fault: watchdog: no command for 20 consecutive cycles"));
+  EXPECT_EQ(s.stats().events_dropped, 0u);
+}
+
+}  // namespace
+}  // namespace hilsim::rt
