@@ -6,6 +6,8 @@
 #include <new>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "client/cli/commands.h"
 #include "client/cli/rt_probe.h"
@@ -173,6 +175,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       const SimulateSummary summary = simulate(model, options);
       writeSimulateSummary(*model, options, summary, out);
     } else if (probe->parsed()) {
+      // the session's log lines go to stderr: stdout carries the report (or the JSON document)
+      spdlog::set_default_logger(spdlog::stderr_color_mt("hilsim"));
       rt::ProbeOptions options;
       options.rate = numberOption(probe_rate, "--rate");
       options.duration = numberOption(probe_duration, "--duration");

@@ -745,6 +745,11 @@ TEST_F(CliTest, EveryBadInputClassGivesOneLineAndNonZeroExit) {
       {{"simulate", "--dt", "nan"}, "--dt", 2},
       {{"simulate", "--dt", "fast"}, "--dt", 2},
       {{"simulate", "--duration", "-1"}, "--duration", 2},
+      {{"rt-probe", "--rate", "50"}, "--rate must be within 100 to 10000 Hz", 2},
+      {{"rt-probe", "--rate", "fast"}, "--rate: not a number", 2},
+      {{"rt-probe", "--duration", "0"}, "--duration must be > 0", 2},
+      {{"rt-probe", "--priority", "100"}, "--priority must be within 0 to 99", 2},
+      {{"rt-probe", "--model", "nosuch"}, "unknown model 'nosuch'", 1},
       {{"simulate", "--duration", "inf"}, "--duration", 2},
       {{"simulate", "--q0", "1,2,3"}, "--q0: expected 7", 2},
       {{"simulate", "-m", "pendulum", "--q0", "nan"}, "--q0", 2},
@@ -803,6 +808,37 @@ TEST_F(CliTest, EveryBadInputClassGivesOneLineAndNonZeroExit) {
   EXPECT_FALSE(fs::exists(out)) << "a failed eval must not leave an output file";
 }
 
+TEST_F(CliTest, RtProbeMeasuresBothLoopsAndPrintsJson) {
+  // 0.3 s per phase at 1 kHz: the report's structure and counts, not the host's jitter
+  const RunResult r = runExe({"rt-probe", "--rate", "1000", "--duration", "0.3", "--model",
+                              "pendulum", "--no-mlock", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key :
+       {"\"baseline\": {\"cycles\": 300,", "\"hilsim\": {\"cycles\": ", "\"wakeup_latency_ns\"",
+        "\"overhead_ns\"", "\"step_time_ns\"", "\"wakeup_latency_ratio\"", "\"targets\"",
+        "\"host\": \"kernel "}) {
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << " in " << r.out;
+  }
+  EXPECT_EQ(r.out.find("[info]"), std::string::npos) << "log lines go to stderr";
+  EXPECT_EQ(r.out.front(), '{');
+  // the hilsim loop ran close to its 300 cycles (a few may be skipped on a busy machine)
+  const std::string key = "\"hilsim\": {\"cycles\": ";
+  const long cycles = std::stol(r.out.substr(r.out.find(key) + key.size()));
+  EXPECT_GT(cycles, 250);
+  EXPECT_LE(cycles, 301);
+}
+
+TEST_F(CliTest, RtProbeTextReport) {
+  const RunResult r =
+      runExe({"rt-probe", "-r", "500", "-T", "0.2", "-m", "pendulum", "--no-mlock"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* text : {"rt-probe: pendulum at 500 Hz", "baseline wake-up", "hilsim wake-up",
+                           "hilsim loop overhead", "wake-up latency hilsim / baseline: p50",
+                           "target loop overhead p50 <= 2 µs:", "deadline misses: baseline"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << " in " << r.out;
+  }
+}
+
 TEST_F(CliTest, HelpAndVersionGoToStdoutWithExitZero) {
   RunResult r = runExe({"--version"});
   EXPECT_EQ(r.code, 0);
@@ -811,7 +847,7 @@ TEST_F(CliTest, HelpAndVersionGoToStdoutWithExitZero) {
 
   r = runExe({"--help"});
   EXPECT_EQ(r.code, 0);
-  for (const char* command : {"info", "models", "eval", "simulate"}) {
+  for (const char* command : {"info", "models", "eval", "simulate", "rt-probe"}) {
     EXPECT_NE(r.out.find(command), std::string::npos) << command;
   }
   EXPECT_TRUE(r.err.empty());
