@@ -9,6 +9,7 @@
 //   any thread:     capacity(), sizeApprox(), dropped()
 // Two threads pushing (or two popping) at once corrupt the queue; nothing detects it. The roles
 // may move to another thread only across a synchronisation point (e.g. thread start or join).
+// Construct and destroy the queue while neither side is using it.
 //
 // Real-time guarantees: the storage is allocated once, in the constructor; tryPush and tryPop are
 // wait-free (a bounded number of steps, no lock, no system call, no allocation) and never block
@@ -31,12 +32,14 @@ class SpscQueue {
   static_assert(std::is_trivially_copyable_v<T>,
                 "SpscQueue elements must be trivially copyable fixed-size structs");
   // boost::lockfree::spsc_queue default-constructs one T in its destructor.
-  static_assert(std::is_default_constructible_v<T>, "SpscQueue elements need a default constructor");
+  static_assert(std::is_default_constructible_v<T>,
+                "SpscQueue elements need a default constructor");
 
  public:
   /// Allocates room for exactly `capacity` messages (the only allocation). Not thread-safe: build
   /// the queue before handing it to the two threads. Throws std::invalid_argument if capacity is 0.
-  explicit SpscQueue(std::size_t capacity) : queue_(checkedCapacity(capacity)), capacity_(capacity) {}
+  explicit SpscQueue(std::size_t capacity)
+      : queue_(checkedCapacity(capacity)), capacity_(capacity) {}
 
   SpscQueue(const SpscQueue&) = delete;
   SpscQueue& operator=(const SpscQueue&) = delete;
@@ -52,8 +55,8 @@ class SpscQueue {
     return false;
   }
 
-  /// Consumer thread only. Moves the oldest message into `out` and returns true; returns false
-  /// (leaving `out` untouched) if the queue is empty.
+  /// Consumer thread only. Copies the oldest message into `out`, removes it and returns true;
+  /// returns false (leaving `out` untouched) if the queue is empty.
   [[nodiscard]] bool tryPop(T& out) noexcept { return queue_.pop(out); }
 
   /// Any thread. The number of messages the queue holds when full, as given to the constructor.

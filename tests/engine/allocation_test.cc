@@ -105,7 +105,7 @@ class AllocationGuard {
   Counts counts_;
 };
 
-void expectNoHeapTraffic(const Counts& c, const std::string& what) {
+[[maybe_unused]] void expectNoHeapTraffic(const Counts& c, const std::string& what) {
   EXPECT_EQ(c.allocations, 0) << what;
   EXPECT_EQ(c.deallocations, 0) << what;
   EXPECT_EQ(c.eigen_assertions, 0)
@@ -184,7 +184,7 @@ TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
 
 /// A floating tree with every joint type, damping and armature, and a few welded bodies. The free
 /// root has no armature, so ABA takes its floating-base (6×6 Cholesky) step.
-Model floatingTree() {
+[[maybe_unused]] Model floatingTree() {
   std::mt19937 rng(31);
   test::RandomTreeOptions options;
   options.bodies = 20;
@@ -194,7 +194,7 @@ Model floatingTree() {
 }
 
 /// A fixed-base serial chain of revolute joints (a manipulator-like model).
-Model fixedBaseChain() {
+[[maybe_unused]] Model fixedBaseChain() {
   ModelBuilder builder("chain");
   std::string parent = "world";
   for (int k = 0; k < 7; ++k) {

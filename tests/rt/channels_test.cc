@@ -70,7 +70,9 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
   return countedAllocate(n, kDefaultAlignment, true);
 }
-void* operator new(std::size_t n, std::align_val_t a) { return countedAllocate(n, toSize(a), false); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return countedAllocate(n, toSize(a), false);
+}
 void* operator new[](std::size_t n, std::align_val_t a) {
   return countedAllocate(n, toSize(a), false);
 }
