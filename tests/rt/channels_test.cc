@@ -1,7 +1,6 @@
 // The lock-free channels (rt/spsc_queue.h, rt/triple_buffer.h): behaviour, concurrent stress
 // tests (meant to run under ThreadSanitizer too), and no heap traffic in the calls the RT thread
-// makes. This binary replaces the global operator new/delete with counting versions (off under
-// the sanitizers, which own the allocator).
+// makes (counted through tests/support/allocation_hooks.h, off under the sanitizers).
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -16,117 +15,10 @@
 
 #include "rt/spsc_queue.h"
 #include "rt/triple_buffer.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define HILSIM_CHANNELS_COUNT_ALLOCATIONS 0
-#else
-#define HILSIM_CHANNELS_COUNT_ALLOCATIONS 1
-#endif
-
-// ------------------------------------------------------------------------------------------------
-// Counting allocator: counts operator new/delete calls made on a thread while it is counting.
-
-namespace {
-
-thread_local bool t_counting = false;
-thread_local long t_allocations = 0;
-thread_local long t_deallocations = 0;
-
-}  // namespace
-
-#if HILSIM_CHANNELS_COUNT_ALLOCATIONS
-
-namespace {
-
-void* countedAllocate(std::size_t size, std::size_t alignment, bool nothrow) {
-  if (t_counting) ++t_allocations;
-  if (size == 0) size = 1;
-  void* p = nullptr;
-  if (alignment > alignof(std::max_align_t)) {
-    // aligned_alloc wants a size that is a multiple of the alignment
-    p = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
-  } else {
-    p = std::malloc(size);
-  }
-  if (p == nullptr && !nothrow) throw std::bad_alloc();
-  return p;
-}
-
-void countedFree(void* p) noexcept {
-  if (t_counting && p != nullptr) ++t_deallocations;
-  std::free(p);
-}
-
-constexpr std::size_t kDefaultAlignment = 0;
-std::size_t toSize(std::align_val_t alignment) { return static_cast<std::size_t>(alignment); }
-
-}  // namespace
-
-void* operator new(std::size_t n) { return countedAllocate(n, kDefaultAlignment, false); }
-void* operator new[](std::size_t n) { return countedAllocate(n, kDefaultAlignment, false); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, kDefaultAlignment, true);
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, kDefaultAlignment, true);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return countedAllocate(n, toSize(a), false);
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return countedAllocate(n, toSize(a), false);
-}
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, toSize(a), true);
-}
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return countedAllocate(n, toSize(a), true);
-}
-void operator delete(void* p) noexcept { countedFree(p); }
-void operator delete[](void* p) noexcept { countedFree(p); }
-void operator delete(void* p, std::size_t) noexcept { countedFree(p); }
-void operator delete[](void* p, std::size_t) noexcept { countedFree(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { countedFree(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { countedFree(p); }
-void operator delete(void* p, std::align_val_t) noexcept { countedFree(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { countedFree(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { countedFree(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { countedFree(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { countedFree(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  countedFree(p);
-}
-
-#endif  // HILSIM_CHANNELS_COUNT_ALLOCATIONS
+#include "tests/support/allocation_hooks.h"
 
 namespace hilsim::rt {
 namespace {
-
-struct HeapTraffic {
-  long allocations = 0;
-  long deallocations = 0;
-};
-
-/// Counts this thread's operator new/delete calls between construction and stop(). Nothing
-/// inside may allocate, gtest assertions included: check the result after stop().
-class HeapTrafficScope {
- public:
-  HeapTrafficScope() : allocations_(t_allocations), deallocations_(t_deallocations) {
-    t_counting = true;
-  }
-  ~HeapTrafficScope() { t_counting = false; }
-  HeapTrafficScope(const HeapTrafficScope&) = delete;
-  HeapTrafficScope& operator=(const HeapTrafficScope&) = delete;
-
-  HeapTraffic stop() {
-    t_counting = false;
-    return {t_allocations - allocations_, t_deallocations - deallocations_};
-  }
-
- private:
-  long allocations_;
-  long deallocations_;
-};
 
 /// A joint-torque command of the size the RT loop receives (~1 KB).
 struct Command {
@@ -455,12 +347,10 @@ TEST(TripleBufferStress, ReadsAreNeverTornAndNeverGoBackwards) {
 Command* volatile g_sink = nullptr;
 
 TEST(ChannelAllocations, CounterSeesAllocationsInsideTheScopeOnly) {
-#if !HILSIM_CHANNELS_COUNT_ALLOCATIONS
-  GTEST_SKIP() << "operator new is not replaced under the sanitizers";
-#else
-  HeapTraffic traffic;
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+  test::HeapCounts traffic;
   {
-    HeapTrafficScope scope;
+    test::HeapCountingScope scope;
     g_sink = new Command();
     delete g_sink;
     traffic = scope.stop();
@@ -469,21 +359,18 @@ TEST(ChannelAllocations, CounterSeesAllocationsInsideTheScopeOnly) {
   }
   EXPECT_EQ(traffic.allocations, 1);
   EXPECT_EQ(traffic.deallocations, 1);
-#endif
 }
 
 TEST(ChannelAllocations, PushPopWriteReadAllocateNothing) {
-#if !HILSIM_CHANNELS_COUNT_ALLOCATIONS
-  GTEST_SKIP() << "operator new is not replaced under the sanitizers";
-#else
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
   SpscQueue<Command> queue(8);
   TripleBuffer<Snapshot> buffer;
   Command in = commandNumber(1), out;
   Snapshot snapshot, read_back;
   std::uint64_t sum = 0;
-  HeapTraffic traffic;
+  test::HeapCounts traffic;
   {
-    HeapTrafficScope scope;
+    test::HeapCountingScope scope;
     for (std::uint64_t k = 0; k < 1000; ++k) {
       in.seq = k;
       for (int i = 0; i < 10; ++i) sum += queue.tryPush(in) ? 1 : 0;  // fills, then drops
@@ -505,7 +392,6 @@ TEST(ChannelAllocations, PushPopWriteReadAllocateNothing) {
   EXPECT_EQ(traffic.deallocations, 0);
   EXPECT_EQ(queue.dropped(), 2000u);
   EXPECT_GT(sum, 0u);
-#endif
 }
 
 }  // namespace
