@@ -77,12 +77,10 @@ std::string describeEvent(const Event& e, const std::string& source) {
       return head + "state " + std::string(sessionStateName(static_cast<SessionState>(e.extra))) +
              " → " + std::string(sessionStateName(static_cast<SessionState>(e.value)));
     case EventKind::kDeadlineMiss:
-      return head + format("deadline missed by %.1f µs", static_cast<double>(e.value) * 1e-3);
-    case EventKind::kMissRunEnded:
-      return head + format("run of %lld consecutive deadline misses ended",
-                           static_cast<long long>(e.value));
-    case EventKind::kCyclesSkipped:
-      return head + format("overrun: %lld cycles skipped", static_cast<long long>(e.value));
+      return head + format("deadline missed by %.1f µs (%lld misses and %.0f skipped cycles since "
+                           "the last report)",
+                           static_cast<double>(e.value) * 1e-3, static_cast<long long>(e.extra),
+                           e.x);
     case EventKind::kWatchdogTripped:
       return head + format("watchdog tripped after %lld cycles without a command, policy %s",
                            static_cast<long long>(e.value),

@@ -18,9 +18,8 @@ namespace hilsim::rt {
 
 enum class EventKind : std::uint8_t {
   kStateChanged,     ///< value: new SessionState, extra: previous one
-  kDeadlineMiss,     ///< first miss of a run; value: lateness [ns]
-  kMissRunEnded,     ///< value: length of the run of consecutive misses [cycles]
-  kCyclesSkipped,    ///< value: cycles dropped by the overrun policy
+  kDeadlineMiss,     ///< value: lateness of the last miss [ns]; extra: misses since the last
+                     ///< such event; x: cycles skipped meanwhile (at most one event a second)
   kWatchdogTripped,  ///< value: consecutive missed cycles, extra: policy
   kWatchdogCleared,  ///< a fresh command after a trip; value: cycles it lasted
   kFault,            ///< value: FaultKind, extra: index (joint or command), x: offending value

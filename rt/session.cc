@@ -348,21 +348,24 @@ void Session::rtMain() {
 
 void Session::runRealtime() {
   PeriodicLoop loop(LoopConfig{period_, config_.overrun, config_.max_catch_up}, monitor_);
-  std::uint64_t skipped_seen = monitor_.skippedCycles();
+  // At most one deadline-miss event per second: a loop that overruns every cycle would otherwise
+  // flood the event queue. Each event carries the misses and skips since the previous one.
+  constexpr Nanoseconds kMissReportInterval = kNanosecondsPerSecond;
+  std::uint64_t misses_reported = monitor_.deadlineMisses();
+  std::uint64_t skipped_reported = monitor_.skippedCycles();
+  Nanoseconds last_report = 0;
   const LoopExit exit = loop.run(
       [&](const CycleContext& context) {
-        // events for what the monitor recorded about the previous cycles
-        const std::uint64_t consecutive = monitor_.consecutiveMisses();
-        if (consecutive == 1 && consecutive_misses_seen_ == 0) {
-          emit(EventKind::kDeadlineMiss, loop.overrun());
-        } else if (consecutive == 0 && consecutive_misses_seen_ > 0) {
-          emit(EventKind::kMissRunEnded, static_cast<std::int64_t>(consecutive_misses_seen_));
-        }
-        consecutive_misses_seen_ = consecutive;
-        const std::uint64_t skipped = monitor_.skippedCycles();
-        if (skipped != skipped_seen) {
-          emit(EventKind::kCyclesSkipped, static_cast<std::int64_t>(skipped - skipped_seen));
-          skipped_seen = skipped;
+        const std::uint64_t misses = monitor_.deadlineMisses();
+        if (misses != misses_reported &&
+            (last_report == 0 || context.woke - last_report >= kMissReportInterval)) {
+          const std::uint64_t skipped = monitor_.skippedCycles();
+          emit(EventKind::kDeadlineMiss, loop.overrun(),
+               static_cast<std::int64_t>(misses - misses_reported),
+               static_cast<double>(skipped - skipped_reported));
+          misses_reported = misses;
+          skipped_reported = skipped;
+          last_report = context.woke;
         }
 
         Command command;

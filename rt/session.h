@@ -216,7 +216,6 @@ class Session {
   std::atomic<double> running_sim_{0.0};          // simulated time of finished segments [s]
   FaultInfo fault_;  // written by the RT thread before state_ becomes kFaulted (release)
   bool watchdog_was_tripped_ = false;
-  std::uint64_t consecutive_misses_seen_ = 0;
 
   mutable std::mutex control_mutex_;   // start/pause/resume/stop/reset
   std::mutex producer_mutex_;          // serializes pushCommand callers

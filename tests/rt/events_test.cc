@@ -56,10 +56,10 @@ TEST(EventQueue, FullQueueDropsAndCounts) {
 }
 
 TEST(Events, DescriptionsCarryTheNumbers) {
-  Event miss{EventKind::kDeadlineMiss, 0, 42, 12'500, 0, 0.0};
-  EXPECT_EQ(describeEvent(miss, "s1"), "s1 cycle 42: deadline missed by 12.5 µs");
-  Event skipped{EventKind::kCyclesSkipped, 0, 43, 3, 0, 0.0};
-  EXPECT_EQ(describeEvent(skipped, "s1"), "s1 cycle 43: overrun: 3 cycles skipped");
+  Event miss{EventKind::kDeadlineMiss, 0, 42, 12'500, 4, 3.0};
+  EXPECT_EQ(describeEvent(miss, "s1"),
+            "s1 cycle 42: deadline missed by 12.5 µs (4 misses and 3 skipped cycles since the last "
+            "report)");
   Event trip{EventKind::kWatchdogTripped, 0, 7, 20, static_cast<std::int64_t>(WatchdogPolicy::kZeroTorque), 0.0};
   EXPECT_EQ(describeEvent(trip, "s1"),
             "s1 cycle 7: watchdog tripped after 20 cycles without a command, policy zero");
@@ -96,6 +96,35 @@ TEST(EventLogger, SessionEventsReachTheLogFromTheLoggerThread) {
   EXPECT_TRUE(log.contains("watchdog tripped after 20 cycles without a command, policy fault"));
   EXPECT_TRUE(log.contains("fault: watchdog: no command for 20 consecutive cycles"));
   EXPECT_EQ(s.stats().events_dropped, 0u);
+}
+
+TEST(EventLogger, DeadlineMissesAreReportedAtMostOnceASecond) {
+  CapturedLog log;
+  EventLogger logger(1'000'000);
+  SessionConfig c;
+  c.model = std::make_shared<const Model>(loadModel("iiwa14"));
+  c.mode = SessionMode::kRealtime;
+  c.control_rate = 10'000.0;
+  c.substeps = 200;  // ~1 ms of engine work per 100 µs period: every cycle overruns
+  c.thread.lock_memory = false;
+  c.name = "overrun";
+  Session s(c, &logger);
+  ASSERT_TRUE(s.start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  s.stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int reports = 0;
+  for (const std::string& line : log.lines()) {
+    if (line.find("overrun cycle") != std::string::npos &&
+        line.find("deadline missed by") != std::string::npos) {
+      ++reports;
+    }
+  }
+  const SessionStats stats = s.stats();
+  EXPECT_GT(stats.timing.deadline_misses, 100u);
+  EXPECT_GE(reports, 1);
+  EXPECT_LE(reports, 2) << "one report at the first miss, one a second later";
+  EXPECT_EQ(stats.events_dropped, 0u);
 }
 
 }  // namespace
