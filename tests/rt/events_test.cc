@@ -105,7 +105,7 @@ TEST(EventLogger, DeadlineMissesAreReportedAtMostOnceASecond) {
   c.model = std::make_shared<const Model>(loadModel("iiwa14"));
   c.mode = SessionMode::kRealtime;
   c.control_rate = 10'000.0;
-  c.substeps = 200;  // ~1 ms of engine work per 100 µs period: every cycle overruns
+  c.substeps = 50;  // ≥ 250 µs of engine work per 100 µs period: every cycle overruns
   c.thread.lock_memory = false;
   c.name = "overrun";
   Session s(c, &logger);
@@ -121,7 +121,8 @@ TEST(EventLogger, DeadlineMissesAreReportedAtMostOnceASecond) {
     }
   }
   const SessionStats stats = s.stats();
-  EXPECT_GT(stats.timing.deadline_misses, 100u);
+  // many misses (≥ 1,000 in a Release build, fewer under the sanitizers' slowdown), few reports
+  EXPECT_GE(stats.timing.deadline_misses, 10u);
   EXPECT_GE(reports, 1);
   EXPECT_LE(reports, 2) << "one report at the first miss, one a second later";
   EXPECT_EQ(stats.events_dropped, 0u);
