@@ -2,6 +2,7 @@
 // NTP or settimeofday (unlike the system clock).
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <ctime>
 
@@ -30,7 +31,7 @@ inline timespec toTimespec(Nanoseconds t) noexcept {
 /// never shifts later deadlines); restarts after signals. Returns at once if `t` has passed.
 inline void sleepUntil(Nanoseconds t) noexcept {
   const timespec ts = toTimespec(t);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
   }
 }
 

@@ -5,37 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "rt/session_state.h"
 #include "rt/watchdog.h"
 
 namespace hilsim::rt {
-
-std::string_view sessionStateName(SessionState state) {
-  switch (state) {
-    case SessionState::kCreated: return "created";
-    case SessionState::kRunning: return "running";
-    case SessionState::kPaused: return "paused";
-    case SessionState::kStopped: return "stopped";
-    case SessionState::kFaulted: return "faulted";
-  }
-  return "?";
-}
-
-std::string_view sessionModeName(SessionMode mode) {
-  switch (mode) {
-    case SessionMode::kRealtime: return "realtime";
-    case SessionMode::kLockstep: return "lockstep";
-    case SessionMode::kFree: return "free";
-  }
-  return "?";
-}
-
-std::optional<SessionMode> parseSessionMode(std::string_view name) {
-  if (name == "realtime") return SessionMode::kRealtime;
-  if (name == "lockstep") return SessionMode::kLockstep;
-  if (name == "free") return SessionMode::kFree;
-  return std::nullopt;
-}
 
 namespace {
 std::string format(const char* fmt, auto... args) {
@@ -73,9 +45,6 @@ std::string describeEvent(const Event& e, const std::string& source) {
   const std::string head =
       format("%s cycle %llu: ", source.c_str(), static_cast<unsigned long long>(e.cycle));
   switch (e.kind) {
-    case EventKind::kStateChanged:
-      return head + "state " + std::string(sessionStateName(static_cast<SessionState>(e.extra))) +
-             " → " + std::string(sessionStateName(static_cast<SessionState>(e.value)));
     case EventKind::kDeadlineMiss:
       return head + format("deadline missed by %.1f µs (%lld misses and %.0f skipped cycles since "
                            "the last report)",

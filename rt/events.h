@@ -17,7 +17,6 @@
 namespace hilsim::rt {
 
 enum class EventKind : std::uint8_t {
-  kStateChanged,     ///< value: new SessionState, extra: previous one
   kDeadlineMiss,     ///< value: lateness of the last miss [ns]; extra: misses since the last
                      ///< such event; x: cycles skipped meanwhile (at most one event a second)
   kWatchdogTripped,  ///< value: consecutive missed cycles, extra: policy
@@ -48,7 +47,7 @@ struct FaultInfo {
 std::string describeFault(const FaultInfo& fault);
 
 struct Event {
-  EventKind kind = EventKind::kStateChanged;
+  EventKind kind = EventKind::kDeadlineMiss;
   Nanoseconds time = 0;  ///< CLOCK_MONOTONIC
   std::uint64_t cycle = 0;
   std::int64_t value = 0;

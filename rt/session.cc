@@ -368,9 +368,8 @@ void Session::runRealtime() {
           last_report = context.woke;
         }
 
-        Command command;
-        const bool fresh = takeNewestCommand(command);
-        if (!cycle(fresh ? &command : nullptr, context.woke, true)) return CycleResult::kStop;
+        const bool fresh = takeNewestCommand(incoming_);
+        if (!cycle(fresh ? &incoming_ : nullptr, context.woke, true)) return CycleResult::kStop;
         return CycleResult::kContinue;
       },
       leave_loop_);
@@ -384,11 +383,10 @@ void Session::runLockstep() {
   while (!leave_loop_.load(std::memory_order_acquire)) {
     const std::uint32_t seen = rt_wake_.load(std::memory_order_acquire);
     const Command* fresh = nullptr;
-    Command command;
     if (steps_left == 0) {
-      if (commands_.tryPop(command)) {
-        fresh = &command;
-        steps_left = command.steps;
+      if (commands_.tryPop(incoming_)) {
+        fresh = &incoming_;
+        steps_left = incoming_.steps;
       } else if (step_budget_.load(std::memory_order_acquire) > 0) {
         step_budget_.fetch_sub(1, std::memory_order_acq_rel);
         steps_left = 1;
@@ -408,9 +406,8 @@ void Session::runLockstep() {
 void Session::runFree() {
   while (!leave_loop_.load(std::memory_order_acquire)) {
     const Nanoseconds start = monotonicNow();
-    Command command;
-    const bool fresh = takeNewestCommand(command);
-    if (!cycle(fresh ? &command : nullptr, start, false)) return;
+    const bool fresh = takeNewestCommand(incoming_);
+    if (!cycle(fresh ? &incoming_ : nullptr, start, false)) return;
     const Nanoseconds end = monotonicNow();
     monitor_.recordCycle(CycleTiming{start, start, end, INT64_MAX, period_});
   }

@@ -203,7 +203,8 @@ class Session {
 
   // RT-thread bookkeeping, read by stats() through atomics
   std::uint64_t cycle_ = 0;
-  Command current_;  // RT: the command being applied
+  Command current_;   // RT: the command being applied
+  Command incoming_;  // RT: the newest command taken from the channel (reused: no per-cycle zeroing)
   std::atomic<std::uint64_t> commands_received_{0}, commands_applied_{0},
       commands_superseded_{0}, commands_rejected_{0};
   std::atomic<std::uint64_t> watchdog_trips_{0}, watchdog_missed_{0};

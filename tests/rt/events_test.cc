@@ -4,7 +4,6 @@
 #include "rt/events.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -12,32 +11,12 @@
 
 #include "engine/io/model_loader.h"
 #include "rt/session.h"
+#include "tests/support/captured_log.h"
 
 namespace hilsim::rt {
 namespace {
 
-/// Routes spdlog's default logger into a ring buffer for the test's lifetime.
-class CapturedLog {
- public:
-  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
-    previous_ = spdlog::default_logger();
-    auto logger = std::make_shared<spdlog::logger>("captured", sink_);
-    logger->set_pattern("%l %v");
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::vector<std::string> lines() const { return sink_->last_formatted(); }
-  bool contains(const std::string& text) const {
-    for (const std::string& line : lines()) {
-      if (line.find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using test::CapturedLog;
 
 TEST(EventQueue, FullQueueDropsAndCounts) {
   EventQueue queue(4);
@@ -63,9 +42,6 @@ TEST(Events, DescriptionsCarryTheNumbers) {
   Event trip{EventKind::kWatchdogTripped, 0, 7, 20, static_cast<std::int64_t>(WatchdogPolicy::kZeroTorque), 0.0};
   EXPECT_EQ(describeEvent(trip, "s1"),
             "s1 cycle 7: watchdog tripped after 20 cycles without a command, policy zero");
-  Event state{EventKind::kStateChanged, 0, 0, static_cast<std::int64_t>(SessionState::kPaused),
-              static_cast<std::int64_t>(SessionState::kRunning), 0.0};
-  EXPECT_EQ(describeEvent(state, "s1"), "s1 cycle 0: state running → paused");
   FaultInfo fault{FaultKind::kNonFiniteCommand, 9, 0.009, 3, std::nan(""), 17};
   EXPECT_EQ(describeFault(fault), "command 17 has a non-finite torque nan at DoF 3 (cycle 9, t = 0.009000 s)");
 }

@@ -30,10 +30,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "rt/realtime_setup.h"
+#include "tests/support/captured_log.h"
 
 namespace hilsim::rt {
 namespace {
@@ -211,28 +211,7 @@ ChildReport rerunInFreshProcess(const char* fd_variable) {
   });
 }
 
-// Attaches a ring buffer to the default logger for the lifetime of the object.
-class CapturedLog {
- public:
-  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~CapturedLog() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
-  }
-  std::vector<std::string> warnings() {
-    std::vector<std::string> lines;
-    for (const auto& record : sink_->last_raw()) {
-      if (record.level == spdlog::level::warn) lines.emplace_back(record.payload.begin(),
-                                                                   record.payload.end());
-    }
-    return lines;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
+using test::CapturedLog;
 
 TEST(LockMemory, LocksPagesOrNamesTheLimit) {
   const SetupResult result = lockMemory();
