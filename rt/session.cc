@@ -208,6 +208,9 @@ void Session::restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorX
   applied_tau_.setZero();
   watchdog_.disarm();
   watchdog_was_tripped_ = false;
+  watchdog_armed_.store(false);
+  watchdog_tripped_.store(false);
+  steps_left_after_cycle_ = 0;
   monitor_.reset();
   step_time_.reset();
   cycle_overhead_.reset();
@@ -302,7 +305,12 @@ SessionStats Session::stats() const {
   s.command_success_rate = success_rate_.load(std::memory_order_relaxed);
   s.command_age = command_age_.load(std::memory_order_relaxed);
   s.events_dropped = events_->dropped();
-  if (s.state == SessionState::kFaulted) s.fault = describeFault(fault_);
+  s.watchdog_armed = watchdog_armed_.load(std::memory_order_relaxed);
+  s.watchdog_tripped = watchdog_tripped_.load(std::memory_order_relaxed);
+  if (s.state == SessionState::kFaulted) {
+    s.fault = describeFault(fault_);
+    s.fault_info = fault_;
+  }
   return s;
 }
 
@@ -396,6 +404,7 @@ void Session::runLockstep() {
       }
     }
     const Nanoseconds start = monotonicNow();
+    steps_left_after_cycle_ = steps_left - 1;
     if (!cycle(fresh, start, false)) return;
     --steps_left;
     const Nanoseconds end = monotonicNow();
@@ -445,6 +454,8 @@ bool Session::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
       emit(EventKind::kWatchdogCleared, 0);
     }
     watchdog_was_tripped_ = watchdog_.tripped();
+    watchdog_armed_.store(watchdog_.armed(), std::memory_order_relaxed);
+    watchdog_tripped_.store(watchdog_.tripped(), std::memory_order_relaxed);
     watchdog_trips_.store(watchdog_.trips(), std::memory_order_relaxed);
     watchdog_missed_.store(watchdog_.missedCycles(), std::memory_order_relaxed);
     success_rate_.store(watchdog_.successRate(), std::memory_order_relaxed);
@@ -507,6 +518,7 @@ void Session::publish() {
   out.command_client_time = current_.client_send_time;
   out.command_receive_time = current_.receive_time;
   out.watchdog_tripped = watchdog_.tripped();
+  out.command_steps_left = steps_left_after_cycle_;
   out.publish_time = monotonicNow();
   state_out_.publish();
   sim_time_.store(out.time, std::memory_order_relaxed);

@@ -60,6 +60,9 @@ struct StateSnapshot {
   Nanoseconds command_receive_time = 0;       ///< its receive time (CLOCK_MONOTONIC)
   Nanoseconds publish_time = 0;               ///< CLOCK_MONOTONIC when published
   bool watchdog_tripped = false;
+  /// LOCKSTEP: control cycles of the applied command still to run after this one; 0 when this
+  /// state completes it (the state that answers the command). Always 0 in the other modes.
+  std::uint32_t command_steps_left = 0;
 };
 
 struct SessionConfig {
@@ -107,7 +110,10 @@ struct SessionStats {
   double command_success_rate = 1.0;  ///< fresh-command fraction of the last 100 cycles
   Nanoseconds command_age = -1;       ///< age of the newest command at the last cycle [ns]
   std::uint64_t events_dropped = 0;
+  bool watchdog_armed = false;    ///< a first command has arrived since start or reset
+  bool watchdog_tripped = false;  ///< the watchdog policy decides τ now
   std::string fault;  ///< why the session faulted ("" unless faulted)
+  FaultInfo fault_info;  ///< the fault's details (kind kNone unless faulted)
 };
 
 class Session {
@@ -142,6 +148,8 @@ class Session {
   /// thread makes one futex wake per cycle, so realtime-mode readers should rather poll.
   bool waitForCycle(std::uint64_t cycle, Nanoseconds timeout);
 
+  /// The cycle of the newest published state (0 after a reset).
+  std::uint64_t publishedCycle() const { return published_cycle_.load(std::memory_order_acquire); }
   SessionState state() const { return state_.load(std::memory_order_acquire); }
   SessionMode mode() const { return config_.mode; }
   const SessionConfig& config() const { return config_; }
@@ -217,6 +225,8 @@ class Session {
   std::atomic<double> running_sim_{0.0};          // simulated time of finished segments [s]
   FaultInfo fault_;  // written by the RT thread before state_ becomes kFaulted (release)
   bool watchdog_was_tripped_ = false;
+  std::uint32_t steps_left_after_cycle_ = 0;  // RT, lockstep: published as command_steps_left
+  std::atomic<bool> watchdog_armed_{false}, watchdog_tripped_{false};
 
   mutable std::mutex control_mutex_;   // start/pause/resume/stop/reset
   std::mutex producer_mutex_;          // serializes pushCommand callers

@@ -46,10 +46,7 @@ std::string jsonString(std::string_view text);
 /// `value` as a JSON number; non-finite values become null (JSON has no inf or nan).
 std::string jsonNumber(double value);
 
-/// Column labels of the coordinates of every joint in model order: the joint name for a 1-DoF
-/// joint, `<joint>_<k>` (k = 0, 1, …) for each coordinate of a multi-coordinate joint.
-/// `velocity` selects v / q̈ / τ coordinates (nv labels), otherwise q (nq labels).
-std::vector<std::string> coordinateLabels(const Model& model, bool velocity);
+using hilsim::coordinateLabels;  // engine/model/model.h
 
 /// Replaces newlines in `message` by "; " so that every report stays on one line.
 std::string oneLine(std::string_view message);

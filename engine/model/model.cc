@@ -36,4 +36,19 @@ double Model::totalMass() const {
   return m;
 }
 
+std::vector<std::string> coordinateLabels(const Model& model, bool velocity) {
+  std::vector<std::string> labels;
+  labels.reserve(static_cast<std::size_t>(velocity ? model.nv : model.nq));
+  for (int i = 1; i < model.nbodies; ++i) {
+    const int n = velocity ? model.nv_joint[i] : model.nq_joint[i];
+    const std::string& name = model.joint_names[i];
+    if (n == 1) {
+      labels.push_back(name);
+    } else {
+      for (int k = 0; k < n; ++k) labels.push_back(name + "_" + std::to_string(k));
+    }
+  }
+  return labels;
+}
+
 }  // namespace hilsim

@@ -86,4 +86,10 @@ struct Model {
   double totalMass() const;
 };
 
+/// Labels of the coordinates of every joint in model order: the joint name for a one-coordinate
+/// joint, `<joint>_<k>` (k = 0, 1, …) for each coordinate of a joint with several. `velocity`
+/// selects v / q̈ / τ coordinates (nv labels), otherwise q (nq labels). The `hilsim` CLI's CSV
+/// columns and the service's ModelInfo use them.
+std::vector<std::string> coordinateLabels(const Model& model, bool velocity);
+
 }  // namespace hilsim

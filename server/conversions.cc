@@ -1,0 +1,334 @@
+#include "server/conversions.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "hilsim/v1/udp.pb.h"
+
+namespace hilsim::server {
+
+v1::SessionState toProto(rt::SessionState state) {
+  switch (state) {
+    case rt::SessionState::kCreated: return v1::SESSION_STATE_CREATED;
+    case rt::SessionState::kRunning: return v1::SESSION_STATE_RUNNING;
+    case rt::SessionState::kPaused: return v1::SESSION_STATE_PAUSED;
+    case rt::SessionState::kStopped: return v1::SESSION_STATE_STOPPED;
+    case rt::SessionState::kFaulted: return v1::SESSION_STATE_FAULTED;
+  }
+  return v1::SESSION_STATE_UNSPECIFIED;
+}
+
+v1::SessionMode toProto(rt::SessionMode mode) {
+  switch (mode) {
+    case rt::SessionMode::kRealtime: return v1::SESSION_MODE_REALTIME;
+    case rt::SessionMode::kLockstep: return v1::SESSION_MODE_LOCKSTEP;
+    case rt::SessionMode::kFree: return v1::SESSION_MODE_FREE;
+  }
+  return v1::SESSION_MODE_UNSPECIFIED;
+}
+
+void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* out) {
+  switch (fault.kind) {
+    case rt::FaultKind::kNone: out->set_kind(v1::Fault::KIND_UNSPECIFIED); break;
+    case rt::FaultKind::kNonFiniteCommand: out->set_kind(v1::Fault::KIND_NON_FINITE_COMMAND); break;
+    case rt::FaultKind::kNonFiniteState: out->set_kind(v1::Fault::KIND_NON_FINITE_STATE); break;
+    case rt::FaultKind::kExplodingState: out->set_kind(v1::Fault::KIND_EXPLODING_STATE); break;
+    case rt::FaultKind::kDeadlineMiss: out->set_kind(v1::Fault::KIND_DEADLINE_MISS); break;
+    case rt::FaultKind::kWatchdog: out->set_kind(v1::Fault::KIND_WATCHDOG); break;
+  }
+  out->set_reason(reason);
+  out->set_cycle(fault.cycle);
+  out->set_time(fault.time);
+  out->set_index(fault.index);
+  out->set_value(fault.value);
+  out->set_command_sequence(fault.command_sequence);
+}
+
+void toProto(const rt::HistogramSummary& summary, v1::LatencySummary* out) {
+  out->set_count(summary.count);
+  out->set_min_ns(summary.min);
+  out->set_max_ns(summary.max);
+  out->set_mean_ns(summary.mean);
+  out->set_p50_ns(summary.p50);
+  out->set_p90_ns(summary.p90);
+  out->set_p99_ns(summary.p99);
+  out->set_p999_ns(summary.p999);
+}
+
+namespace {
+
+v1::JointType jointType(JointType type) {
+  switch (type) {
+    case JointType::kRevolute: return v1::JOINT_TYPE_REVOLUTE;
+    case JointType::kPrismatic: return v1::JOINT_TYPE_PRISMATIC;
+    case JointType::kSpherical: return v1::JOINT_TYPE_SPHERICAL;
+    case JointType::kFreeFlyer: return v1::JOINT_TYPE_FREE;
+    case JointType::kPlanar: return v1::JOINT_TYPE_PLANAR;
+  }
+  return v1::JOINT_TYPE_UNSPECIFIED;
+}
+
+// A State with every field set to a value of its largest encoding.
+void fillWorstCaseState(int nq, int nv, v1::State* state) {
+  constexpr double kValue = -1.2345678901234567e300;
+  state->set_session_id(std::numeric_limits<std::uint64_t>::max());
+  state->set_cycle(std::numeric_limits<std::uint64_t>::max());
+  state->set_time(kValue);
+  state->set_state(v1::SESSION_STATE_FAULTED);
+  for (int i = 0; i < nq; ++i) state->add_q(kValue);
+  for (int i = 0; i < nv; ++i) state->add_v(kValue);
+  for (int i = 0; i < nv; ++i) state->add_tau(kValue);
+  state->set_command_sequence(std::numeric_limits<std::uint64_t>::max());
+  state->set_command_client_send_time_ns(std::numeric_limits<std::int64_t>::min());
+  state->set_command_receive_time_ns(std::numeric_limits<std::int64_t>::min());
+  state->set_publish_time_ns(std::numeric_limits<std::int64_t>::min());
+  state->set_send_time_ns(std::numeric_limits<std::int64_t>::min());
+  state->set_watchdog_tripped(true);
+}
+
+template <typename T>
+T pick(T requested, T server_default, T contract_default) {
+  if (requested != T{}) return requested;
+  if (server_default != T{}) return server_default;
+  return contract_default;
+}
+
+std::string describe(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+}  // namespace
+
+v1::ModelInfo describeModel(const Model& model, const std::string& name) {
+  v1::ModelInfo info;
+  info.set_name(name.empty() ? model.name : name);
+  info.set_nq(static_cast<std::uint32_t>(model.nq));
+  info.set_nv(static_cast<std::uint32_t>(model.nv));
+  info.set_nbodies(static_cast<std::uint32_t>(model.nbodies));
+  for (int i = 1; i < model.nbodies; ++i) {
+    v1::JointInfo* joint = info.add_joints();
+    joint->set_name(model.joint_names[i]);
+    joint->set_type(jointType(model.joints[i].type));
+    joint->set_q_start(static_cast<std::uint32_t>(model.idx_q[i]));
+    joint->set_nq(static_cast<std::uint32_t>(model.nq_joint[i]));
+    joint->set_v_start(static_cast<std::uint32_t>(model.idx_v[i]));
+    joint->set_nv(static_cast<std::uint32_t>(model.nv_joint[i]));
+    joint->set_body(model.body_names[i]);
+    joint->set_parent_body(model.body_names[model.parent[i]]);
+  }
+  for (const std::string& label : coordinateLabels(model, false)) info.add_q_labels(label);
+  for (const std::string& label : coordinateLabels(model, true)) info.add_v_labels(label);
+  const Eigen::VectorXd neutral = model.neutralConfiguration();
+  info.mutable_neutral_q()->Assign(neutral.data(), neutral.data() + neutral.size());
+  for (int k = 0; k < 3; ++k) info.add_gravity(model.gravity[k]);
+  double mass = 0.0;
+  for (int i = 1; i < model.nbodies; ++i) mass += model.inertias[i].mass;
+  info.set_total_mass(mass);
+  return info;
+}
+
+std::uint32_t udpStateMaxBytes(int nq, int nv) {
+  v1::UdpState message;
+  fillWorstCaseState(nq, nv, message.mutable_state());
+  return static_cast<std::uint32_t>(message.ByteSizeLong());
+}
+
+std::uint32_t udpCommandMaxBytes(int nv) {
+  v1::UdpCommand message;
+  message.set_token(std::string(16, '\xff'));
+  v1::Command* command = message.mutable_command();
+  command->set_session_id(std::numeric_limits<std::uint64_t>::max());
+  command->set_sequence(std::numeric_limits<std::uint64_t>::max());
+  command->set_client_send_time_ns(std::numeric_limits<std::int64_t>::min());
+  for (int i = 0; i < nv; ++i) command->add_tau(-1.2345678901234567e300);
+  command->set_steps(std::numeric_limits<std::uint32_t>::max());
+  return static_cast<std::uint32_t>(message.ByteSizeLong());
+}
+
+std::string checkVector(const google::protobuf::RepeatedField<double>& values, int size,
+                        const char* field, const char* size_name) {
+  if (values.size() != size) {
+    return std::string(field) + ": " + std::to_string(values.size()) + " values, the model has " +
+           size_name + " = " + std::to_string(size);
+  }
+  for (int i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return std::string(field) + "[" + std::to_string(i) + "] = " + describe(values[i]) +
+             ": must be finite";
+    }
+  }
+  return "";
+}
+
+std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerConfig& server,
+                                 std::shared_ptr<const Model> model, std::uint64_t session_id,
+                                 rt::SessionConfig* out, v1::SessionConfig* effective) {
+  const v1::SessionConfig& defaults = server.session_defaults;
+  v1::SessionConfig e;
+
+  e.set_mode(pick(request.mode(), defaults.mode(), v1::SESSION_MODE_REALTIME));
+  e.set_control_rate_hz(pick(request.control_rate_hz(), defaults.control_rate_hz(), 1000.0));
+  e.set_substeps(pick(request.substeps(), defaults.substeps(), 1u));
+  e.set_formulation(pick(request.formulation(), defaults.formulation(), v1::FORMULATION_ABA));
+  e.set_integrator(pick(request.integrator(), defaults.integrator(), v1::INTEGRATOR_RK4));
+
+  v1::WatchdogConfig* watchdog = e.mutable_watchdog();
+  watchdog->set_policy(pick(request.watchdog().policy(), defaults.watchdog().policy(),
+                            v1::WATCHDOG_POLICY_HOLD));
+  watchdog->set_missed_cycles_limit(pick(request.watchdog().missed_cycles_limit(),
+                                         defaults.watchdog().missed_cycles_limit(), 20u));
+  watchdog->set_damping_gain(request.watchdog().has_damping_gain()
+                                 ? request.watchdog().damping_gain()
+                                 : defaults.watchdog().has_damping_gain()
+                                       ? defaults.watchdog().damping_gain()
+                                       : 1.0);
+
+  v1::OverrunConfig* overrun = e.mutable_overrun();
+  overrun->set_policy(pick(request.overrun().policy(), defaults.overrun().policy(),
+                           v1::OVERRUN_POLICY_SKIP));
+  overrun->set_max_catch_up(request.overrun().has_max_catch_up()
+                                ? request.overrun().max_catch_up()
+                                : defaults.overrun().has_max_catch_up()
+                                      ? defaults.overrun().max_catch_up()
+                                      : 10u);
+
+  const v1::RtThreadConfig& rq = request.thread();
+  const v1::RtThreadConfig& dq = defaults.thread();
+  v1::RtThreadConfig* thread = e.mutable_thread();
+  thread->set_lock_memory(rq.has_lock_memory() ? rq.lock_memory()
+                          : dq.has_lock_memory() ? dq.lock_memory()
+                                                 : true);
+  thread->set_prefault_stack_bytes(rq.has_prefault_stack_bytes() ? rq.prefault_stack_bytes()
+                                   : dq.has_prefault_stack_bytes() ? dq.prefault_stack_bytes()
+                                                                   : 256u * 1024u);
+  thread->set_fifo_priority(pick(rq.fifo_priority(), dq.fifo_priority(), 0u));
+  thread->set_cpu(rq.has_cpu() ? rq.cpu() : dq.has_cpu() ? dq.cpu() : -1);
+  thread->set_minimal_timer_slack(rq.has_minimal_timer_slack() ? rq.minimal_timer_slack()
+                                  : dq.has_minimal_timer_slack() ? dq.minimal_timer_slack()
+                                                                 : true);
+  e.mutable_initial_q()->CopyFrom(request.initial_q());
+  e.mutable_initial_v()->CopyFrom(request.initial_v());
+  e.set_max_speed(pick(request.max_speed(), defaults.max_speed(), 1e4));
+  e.set_command_capacity(pick(request.command_capacity(), defaults.command_capacity(), 64u));
+  e.set_name(request.name().empty() ? "session-" + std::to_string(session_id) : request.name());
+
+  // Ranges of the contract, then the server's limits.
+  const double rate = e.control_rate_hz();
+  if (!(rate >= 100.0 && rate <= 10000.0)) {
+    return "config.control_rate_hz = " + describe(rate) + ": allowed 100 … 10000 Hz";
+  }
+  if (rate > server.max_control_rate_hz) {
+    return "config.control_rate_hz = " + describe(rate) + ": this server allows at most " +
+           describe(server.max_control_rate_hz) + " Hz";
+  }
+  if (e.substeps() < 1 || e.substeps() > 1000) {
+    return "config.substeps = " + std::to_string(e.substeps()) + ": allowed 1 … 1000";
+  }
+  if (static_cast<int>(e.substeps()) > server.max_substeps) {
+    return "config.substeps = " + std::to_string(e.substeps()) + ": this server allows at most " +
+           std::to_string(server.max_substeps);
+  }
+  if (!v1::SessionMode_IsValid(e.mode())) return "config.mode: unknown value";
+  if (!v1::Formulation_IsValid(e.formulation())) return "config.formulation: unknown value";
+  if (!v1::Integrator_IsValid(e.integrator())) return "config.integrator: unknown value";
+  if (!v1::WatchdogPolicy_IsValid(watchdog->policy())) return "config.watchdog.policy: unknown value";
+  if (!v1::OverrunPolicy_IsValid(overrun->policy())) return "config.overrun.policy: unknown value";
+  if (!std::isfinite(watchdog->damping_gain()) || watchdog->damping_gain() < 0.0) {
+    return "config.watchdog.damping_gain = " + describe(watchdog->damping_gain()) +
+           ": must be finite and ≥ 0";
+  }
+  if (watchdog->missed_cycles_limit() > 1'000'000) {
+    return "config.watchdog.missed_cycles_limit = " +
+           std::to_string(watchdog->missed_cycles_limit()) + ": allowed 1 … 1000000";
+  }
+  if (overrun->max_catch_up() > 1000) {
+    return "config.overrun.max_catch_up = " + std::to_string(overrun->max_catch_up()) +
+           ": allowed 0 … 1000";
+  }
+  if (!std::isfinite(e.max_speed()) || e.max_speed() <= 0.0) {
+    return "config.max_speed = " + describe(e.max_speed()) + ": must be finite and > 0";
+  }
+  if (e.command_capacity() > 65536) {
+    return "config.command_capacity = " + std::to_string(e.command_capacity()) +
+           ": allowed 1 … 65536";
+  }
+  if (thread->fifo_priority() > 99) {
+    return "config.thread.fifo_priority = " + std::to_string(thread->fifo_priority()) +
+           ": allowed 0 (SCHED_OTHER) … 99";
+  }
+  if (thread->prefault_stack_bytes() > (64u << 20)) {
+    return "config.thread.prefault_stack_bytes = " +
+           std::to_string(thread->prefault_stack_bytes()) + ": allowed 0 … 67108864";
+  }
+  if (thread->cpu() < -1) {
+    return "config.thread.cpu = " + std::to_string(thread->cpu()) + ": −1 (no pinning) or a CPU";
+  }
+  // The server's own caps: reported through the effective configuration, not as errors.
+  if (static_cast<int>(thread->fifo_priority()) > server.max_fifo_priority) {
+    thread->set_fifo_priority(static_cast<std::uint32_t>(std::max(0, server.max_fifo_priority)));
+  }
+  if (thread->cpu() >= 0 && !server.allowed_cpus.empty() &&
+      std::find(server.allowed_cpus.begin(), server.allowed_cpus.end(), thread->cpu()) ==
+          server.allowed_cpus.end()) {
+    thread->set_cpu(-1);
+  }
+
+  rt::SessionConfig c;
+  if (!e.initial_q().empty()) {
+    if (std::string error = checkVector(e.initial_q(), model->nq, "config.initial_q", "nq");
+        !error.empty()) {
+      return error;
+    }
+    c.initial_q = Eigen::Map<const Eigen::VectorXd>(e.initial_q().data(), model->nq);
+  }
+  if (!e.initial_v().empty()) {
+    if (std::string error = checkVector(e.initial_v(), model->nv, "config.initial_v", "nv");
+        !error.empty()) {
+      return error;
+    }
+    c.initial_v = Eigen::Map<const Eigen::VectorXd>(e.initial_v().data(), model->nv);
+  }
+
+  c.model = std::move(model);
+  switch (e.mode()) {
+    case v1::SESSION_MODE_LOCKSTEP: c.mode = rt::SessionMode::kLockstep; break;
+    case v1::SESSION_MODE_FREE: c.mode = rt::SessionMode::kFree; break;
+    default: c.mode = rt::SessionMode::kRealtime; break;
+  }
+  c.control_rate = rate;
+  c.substeps = static_cast<int>(e.substeps());
+  c.formulation = e.formulation() == v1::FORMULATION_CRBA ? Formulation::kCrba : Formulation::kAba;
+  c.integrator =
+      e.integrator() == v1::INTEGRATOR_EULER ? Integrator::kSemiImplicitEuler : Integrator::kRk4;
+  switch (watchdog->policy()) {
+    case v1::WATCHDOG_POLICY_ZERO: c.watchdog.policy = rt::WatchdogPolicy::kZeroTorque; break;
+    case v1::WATCHDOG_POLICY_DAMPING: c.watchdog.policy = rt::WatchdogPolicy::kDamping; break;
+    case v1::WATCHDOG_POLICY_FAULT: c.watchdog.policy = rt::WatchdogPolicy::kFault; break;
+    default: c.watchdog.policy = rt::WatchdogPolicy::kHoldLast; break;
+  }
+  c.watchdog.missed_cycles_limit = static_cast<int>(watchdog->missed_cycles_limit());
+  c.watchdog.damping_gain = watchdog->damping_gain();
+  switch (overrun->policy()) {
+    case v1::OVERRUN_POLICY_CATCH_UP: c.overrun = rt::OverrunPolicy::kCatchUp; break;
+    case v1::OVERRUN_POLICY_FAULT: c.overrun = rt::OverrunPolicy::kFault; break;
+    default: c.overrun = rt::OverrunPolicy::kSkip; break;
+  }
+  c.max_catch_up = static_cast<int>(overrun->max_catch_up());
+  c.thread.lock_memory = thread->lock_memory();
+  c.thread.prefault_stack_bytes = thread->prefault_stack_bytes();
+  c.thread.fifo_priority = static_cast<int>(thread->fifo_priority());
+  c.thread.cpu = thread->cpu();
+  c.thread.minimal_timer_slack = thread->minimal_timer_slack();
+  c.max_speed = e.max_speed();
+  c.command_capacity = e.command_capacity();
+  c.name = e.name();
+
+  *out = std::move(c);
+  *effective = std::move(e);
+  return "";
+}
+
+}  // namespace hilsim::server

@@ -1,0 +1,44 @@
+// Between the wire contract (hilsim.v1 messages) and the engine's and real-time loop's types:
+// enumerations, model descriptions, statistics, and the resolution of a requested session
+// configuration against the server's defaults and limits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/model/model.h"
+#include "hilsim/v1/session.pb.h"
+#include "rt/events.h"
+#include "rt/histogram.h"
+#include "rt/session.h"
+#include "server/server_config.h"
+
+namespace hilsim::server {
+
+v1::SessionState toProto(rt::SessionState state);
+v1::SessionMode toProto(rt::SessionMode mode);
+void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* out);
+void toProto(const rt::HistogramSummary& summary, v1::LatencySummary* out);
+
+/// Sizes, joints, coordinate labels, neutral configuration, gravity and mass of a model.
+v1::ModelInfo describeModel(const Model& model, const std::string& name);
+
+/// Largest serialized UdpState / UdpCommand of a model with every field set [bytes].
+std::uint32_t udpStateMaxBytes(int nq, int nv);
+std::uint32_t udpCommandMaxBytes(int nv);
+
+/// Resolves a requested configuration: every field left 0 or unset by `request` takes the value
+/// of `server.session_defaults`, then the contract's default; the result is checked against the
+/// contract's ranges and the server's limits. On success fills `out` (model, initial state,
+/// name included) and `effective` (every default filled in) and returns ""; otherwise returns
+/// the INVALID_ARGUMENT message naming the field, the value and the allowed range.
+std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerConfig& server,
+                                 std::shared_ptr<const Model> model, std::uint64_t session_id,
+                                 rt::SessionConfig* out, v1::SessionConfig* effective);
+
+/// Checks a position or velocity vector from a request: `size` finite values. "" when valid,
+/// else the message ("initial_q: 6 values, the model has nq = 7").
+std::string checkVector(const google::protobuf::RepeatedField<double>& values, int size,
+                        const char* field, const char* size_name);
+
+}  // namespace hilsim::server

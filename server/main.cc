@@ -1,0 +1,112 @@
+// hilsim-server: hosts simulation sessions for controllers over gRPC and UDP (docs/SERVER.md).
+//   hilsim-server --config config/server.yaml [--log-level debug]
+// SIGINT or SIGTERM: every session is stopped, its final statistics logged, exit 0.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "rt/realtime_setup.h"
+#include "server/server.h"
+#include "server/server_config.h"
+
+namespace {
+
+// %j: the log message as the inside of a JSON string (quotes, backslashes, control characters
+// escaped), so that `log.format: json` writes one valid JSON object per line.
+class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& message, const std::tm&,
+              spdlog::memory_buf_t& out) override {
+    for (const char ch : message.payload) {
+      switch (ch) {
+        case '"': out.append(std::string_view("\\\"")); break;
+        case '\\': out.append(std::string_view("\\\\")); break;
+        case '\n': out.append(std::string_view("\\n")); break;
+        case '\t': out.append(std::string_view("\\t")); break;
+        default:
+          if (static_cast<unsigned char>(ch) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", ch);
+            out.append(std::string_view(escaped));
+          } else {
+            out.push_back(ch);
+          }
+      }
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonEscapedMessage>();
+  }
+};
+
+void configureLogging(const std::string& level, const std::string& format) {
+  auto logger = spdlog::stderr_color_mt("hilsim-server");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+  if (format == "json") {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<JsonEscapedMessage>('j').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%f%z","level":"%l","thread":%t,"message":"%j"})");
+    spdlog::set_formatter(std::move(formatter));
+  } else {
+    spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%t] %v");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hilsim-server: real-time multibody simulation sessions over gRPC and UDP"};
+  std::string config_path;
+  std::string log_level;
+  app.add_option("--config", config_path, "server configuration (YAML, docs/SERVER.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--log-level", log_level,
+                 "overrides log.level: trace, debug, info, warn, error, critical, off");
+  CLI11_PARSE(app, argc, argv);
+
+  hilsim::server::ServerConfig config;
+  try {
+    config = hilsim::server::loadServerConfig(config_path);
+  } catch (const std::exception& e) {
+    std::cerr << "hilsim-server: " << e.what() << "\n";
+    return 2;
+  }
+  if (!log_level.empty()) {
+    if (spdlog::level::from_str(log_level) == spdlog::level::off && log_level != "off") {
+      std::cerr << "hilsim-server: --log-level '" << log_level << "': unknown level\n";
+      return 2;
+    }
+    config.log_level = log_level;
+  }
+  configureLogging(config.log_level, config.log_format);
+
+  // Every thread the server starts inherits this mask: the signals reach only sigwait below,
+  // never an RT or network thread in the middle of a cycle.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  spdlog::info("{}", hilsim::rt::describeHost());
+  hilsim::server::Server server(std::move(config));
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("{} received", received == SIGINT ? "SIGINT" : "SIGTERM");
+  server.shutdown();
+  return 0;
+}

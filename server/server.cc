@@ -1,0 +1,157 @@
+#include "server/server.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "server/grpc_service.h"
+#include "server/metrics.h"
+#include "server/session_registry.h"
+
+namespace hilsim::server {
+
+namespace {
+
+std::string readFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(std::string("cannot read the ") + what + " '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+struct Server::Impl {
+  explicit Impl(ServerConfig c) : config(std::move(c)) {}
+
+  ServerConfig config;
+  std::unique_ptr<SessionRegistry> registry;
+  std::unique_ptr<SimulationService> service;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<MetricsExporter> metrics;
+  int grpc_port = 0;
+  bool running = false;
+  std::mutex mutex;
+};
+
+Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Server::~Server() { shutdown(); }
+
+void Server::start() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mutex);
+  if (s.running) return;
+  if (!s.config.model_directory.empty()) {
+    // The loaders look up bundled names there first (model_loader.h).
+    ::setenv("HILSIM_MODEL_PATH", s.config.model_directory.c_str(), 1);
+  }
+  s.registry = std::make_unique<SessionRegistry>(s.config);
+  s.service = std::make_unique<SimulationService>(*s.registry, s.config);
+
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (!s.config.tls_certificate_file.empty()) {
+    grpc::SslServerCredentialsOptions options;
+    options.pem_key_cert_pairs.push_back(
+        {readFile(s.config.tls_key_file, "TLS key"),
+         readFile(s.config.tls_certificate_file, "TLS certificate")});
+    credentials = grpc::SslServerCredentials(options);
+  } else {
+    credentials = grpc::InsecureServerCredentials();
+  }
+  grpc::ServerBuilder builder;
+  const std::string address = s.config.bind_address + ":" + std::to_string(s.config.grpc_port);
+  builder.AddListeningPort(address, credentials, &s.grpc_port);
+  builder.RegisterService(s.service.get());
+  s.grpc_server = builder.BuildAndStart();
+  if (!s.grpc_server || s.grpc_port == 0) {
+    s.grpc_server.reset();
+    s.registry.reset();
+    throw std::runtime_error("cannot listen for gRPC on " + address +
+                             " (address in use, or not an address of this host?)");
+  }
+  if (s.config.metrics_enabled) {
+    SessionRegistry* registry = s.registry.get();
+    s.metrics = std::make_unique<MetricsExporter>(s.config.bind_address, s.config.metrics_port,
+                                                  [registry] { return registry->sample(); });
+  }
+  spdlog::info("hilsim-server listening: gRPC {}:{}{}{}, UDP {}, metrics {}",
+               s.config.bind_address, s.grpc_port,
+               s.config.tls_certificate_file.empty() ? "" : " (TLS)",
+               s.config.access_token.empty() ? "" : " (access token required)",
+               !s.config.udp_enabled ? std::string("disabled")
+               : s.config.udp_port_first == 0
+                   ? std::string("ephemeral ports")
+                   : "ports " + std::to_string(s.config.udp_port_first) + "-" +
+                         std::to_string(s.config.udp_port_last),
+               s.metrics ? "http://" + s.config.bind_address + ":" +
+                               std::to_string(s.metrics->port()) + "/metrics"
+                         : std::string("disabled"));
+  s.running = true;
+
+  for (const StartupSession& startup : s.config.startup_sessions) {
+    v1::CreateSessionRequest request;
+    request.mutable_model()->set_bundled_name(startup.model);
+    *request.mutable_config() = startup.config;
+    v1::CreateSessionResponse response;
+    const grpc::Status status = s.registry->create(request, &response, startup.udp_port);
+    if (!status.ok()) {
+      throw std::runtime_error("start-up session '" + startup.config.name() +
+                               "': " + status.error_message());
+    }
+    const std::uint64_t id = response.session().session_id();
+    std::string hex;
+    for (const unsigned char byte : response.udp_token()) {
+      static constexpr char kDigits[] = "0123456789abcdef";
+      hex += kDigits[byte >> 4];
+      hex += kDigits[byte & 15];
+    }
+    std::string why;
+    if (startup.start && !s.registry->find(id)->start(&why)) {
+      throw std::runtime_error("start-up session '" + startup.config.name() + "': " + why);
+    }
+    spdlog::info("start-up session {} '{}': model {}, UDP port {}, UDP token {}{}", id,
+                 response.session().name(), startup.model, response.session().udp_port(), hex,
+                 startup.start ? ", running" : "");
+  }
+}
+
+void Server::shutdown() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mutex);
+  if (!s.running) return;
+  s.running = false;
+  spdlog::info("hilsim-server shutting down");
+  s.service->beginShutdown();
+  // Sessions first: their streams end (CANCELLED) and their final statistics are logged; then
+  // the gRPC server, which waits for the calls still in flight.
+  s.registry->closeAll();
+  s.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  s.grpc_server->Wait();
+  s.metrics.reset();
+  s.grpc_server.reset();
+  s.service.reset();
+  s.registry.reset();
+  spdlog::info("hilsim-server stopped");
+}
+
+std::uint16_t Server::grpcPort() const { return static_cast<std::uint16_t>(impl_->grpc_port); }
+
+std::uint16_t Server::metricsPort() const {
+  return impl_->metrics ? impl_->metrics->port() : 0;
+}
+
+std::string Server::grpcTarget() const {
+  return impl_->config.bind_address + ":" + std::to_string(impl_->grpc_port);
+}
+
+const ServerConfig& Server::config() const { return impl_->config; }
+
+SessionRegistry& Server::sessions() { return *impl_->registry; }
+
+}  // namespace hilsim::server

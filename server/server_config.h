@@ -1,0 +1,77 @@
+// hilsim-server's configuration (config/server.yaml, docs/SERVER.md): network endpoints, limits,
+// session defaults, logging, metrics, TLS and access token, sessions created at start-up.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hilsim/v1/session.pb.h"
+
+namespace hilsim::server {
+
+/// The configuration file is invalid: one line naming the file, the key and the problem.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A session the server creates (and optionally starts) when it starts.
+struct StartupSession {
+  std::string model;           ///< bundled model name
+  v1::SessionConfig config;    ///< on top of the server's session defaults
+  bool start = true;           ///< start it at once
+  std::uint16_t udp_port = 0;  ///< 0: the next free port of the UDP range
+};
+
+struct ServerConfig {
+  std::string source = "<defaults>";  ///< the file it came from (for messages)
+
+  // Network
+  std::string bind_address = "127.0.0.1";  ///< gRPC, UDP and metrics listen here
+  std::uint16_t grpc_port = 50051;         ///< 0: an ephemeral port (tests)
+  bool udp_enabled = true;
+  /// Session UDP ports are taken from [udp_port_first, udp_port_last]; both 0: ephemeral ports.
+  std::uint16_t udp_port_first = 50100;
+  std::uint16_t udp_port_last = 50199;
+  std::uint16_t metrics_port = 9464;  ///< Prometheus /metrics; 0: disabled
+  bool metrics_enabled = true;
+
+  // Security
+  std::string tls_certificate_file;  ///< PEM; with tls_key_file enables TLS on gRPC
+  std::string tls_key_file;          ///< PEM private key
+  /// Required as `authorization: Bearer <token>` on every gRPC call when not empty. Read from
+  /// `access_token`, or `access_token_file`, or the HILSIM_ACCESS_TOKEN environment variable.
+  std::string access_token;
+
+  // Limits
+  int max_sessions = 16;
+  double max_control_rate_hz = 10000.0;
+  int max_substeps = 1000;
+  /// Highest SCHED_FIFO priority a session may ask for; 0 forbids SCHED_FIFO.
+  int max_fifo_priority = 90;
+  /// CPUs a session may pin its RT thread to; empty: any.
+  std::vector<int> allowed_cpus;
+  /// Bytes of a URDF or YAML model text in CreateSession.
+  std::size_t max_model_text_bytes = 4 << 20;
+
+  // Models and sessions
+  std::string model_directory;  ///< bundled models; empty: the default search (model_loader.h)
+  std::string default_model;    ///< listed first by ListModels; empty: defaultModelName()
+  v1::SessionConfig session_defaults;  ///< fields left 0 by a request take these
+  std::vector<StartupSession> startup_sessions;
+
+  // Logging
+  std::string log_level = "info";   ///< trace, debug, info, warn, error, critical, off
+  std::string log_format = "text";  ///< "text" or "json" (one JSON object per line)
+};
+
+/// Reads and validates a configuration file. Throws ConfigError with the file, the key and the
+/// problem (unknown key, wrong type, out-of-range value, unreadable TLS files, …).
+ServerConfig loadServerConfig(const std::string& path);
+
+/// Parses configuration text; `source` names it in error messages.
+ServerConfig parseServerConfig(const std::string& yaml_text, const std::string& source);
+
+}  // namespace hilsim::server

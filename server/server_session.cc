@@ -1,0 +1,316 @@
+#include "server/server_session.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "server/conversions.h"
+
+namespace hilsim::server {
+
+namespace {
+
+// How long the publisher waits for a cycle before it looks at the session's state again: bounds
+// the delay of a state change made by the RT thread itself (a fault) reaching the sinks.
+constexpr rt::Nanoseconds kPublisherPoll = 20'000'000;
+
+}  // namespace
+
+ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::ModelInfo model_info,
+                             v1::SessionConfig effective_config, const Token& udp_token,
+                             rt::EventLogger* events)
+    : id_(id),
+      name_(config.name),
+      model_info_(std::move(model_info)),
+      effective_config_(std::move(effective_config)),
+      udp_token_(udp_token),
+      session_(std::make_unique<rt::Session>(std::move(config), events)) {
+  snapshot_ = session_->latestState();
+  publisher_ = std::thread([this] { publisherMain(); });
+}
+
+ServerSession::~ServerSession() { close(); }
+
+bool ServerSession::tokenMatches(std::string_view candidate) const {
+  if (candidate.size() != udp_token_.size()) return false;
+  // Constant time: every byte is compared whatever the first difference.
+  unsigned difference = 0;
+  for (std::size_t i = 0; i < udp_token_.size(); ++i) {
+    difference |= static_cast<unsigned>(static_cast<std::uint8_t>(candidate[i]) ^ udp_token_[i]);
+  }
+  return difference == 0;
+}
+
+bool ServerSession::start(std::string* why) {
+  const rt::SessionState now = session_->state();
+  bool ok = false;
+  if (now == rt::SessionState::kPaused) {
+    ok = session_->resume();
+  } else if (now == rt::SessionState::kCreated) {
+    ok = session_->start();
+  } else {
+    if (why) {
+      *why = "session " + std::to_string(id_) + " is " +
+             std::string(rt::sessionStateName(now)) +
+             (now == rt::SessionState::kRunning ? "" : ": reset it first");
+    }
+    return false;
+  }
+  if (!ok && why) *why = session_->failReason();
+  notifyPublisher();
+  return ok;
+}
+
+bool ServerSession::pause(std::string* why) {
+  const bool ok = session_->pause();
+  if (!ok && why) *why = session_->failReason();
+  notifyPublisher();
+  return ok;
+}
+
+bool ServerSession::stop(std::string* why) {
+  const bool ok = session_->stop();
+  if (!ok && why) *why = session_->failReason();
+  notifyPublisher();
+  return ok;
+}
+
+void ServerSession::reset(const std::optional<Eigen::VectorXd>& q,
+                          const std::optional<Eigen::VectorXd>& v) {
+  if (q || v) {
+    const Eigen::VectorXd q0 = q ? *q : session_->config().initial_q.value_or(
+                                            session_->model().neutralConfiguration());
+    const Eigen::VectorXd v0 =
+        v ? *v : session_->config().initial_v.value_or(Eigen::VectorXd::Zero(nv()));
+    session_->reset(q0, v0);
+  } else {
+    session_->reset();
+  }
+  {
+    std::lock_guard lock(step_mutex_);
+    step_target_ = 0;
+  }
+  notifyPublisher();
+}
+
+Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds receive_time) {
+  const int size = command.tau_size();
+  if (size != 0 && size != nv()) return Rejection::kWrongSize;
+  for (const double tau : command.tau()) {
+    if (!std::isfinite(tau)) return Rejection::kNonFinite;
+  }
+  const rt::SessionState now = session_->state();
+  if (now == rt::SessionState::kStopped || now == rt::SessionState::kFaulted) {
+    return Rejection::kInactive;
+  }
+  if (size == 0) return Rejection::kNone;  // a sync: checked, never queued
+
+  rt::Command queued;
+  queued.sequence = command.sequence();
+  queued.client_send_time = command.client_send_time_ns();
+  queued.receive_time = receive_time;
+  queued.steps = command.steps();
+  queued.nv = size;
+  std::copy(command.tau().begin(), command.tau().end(), queued.tau.begin());
+  if (session_->pushCommand(queued)) return Rejection::kNone;
+  // pushCommand refuses a full channel, or a session that stopped or faulted since the check.
+  const rt::SessionState after = session_->state();
+  if (after == rt::SessionState::kStopped || after == rt::SessionState::kFaulted) {
+    return Rejection::kInactive;
+  }
+  return Rejection::kDropped;
+}
+
+void ServerSession::close() {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  // The publisher first: streams end as closed (CANCELLED), not as stopped.
+  exit_.store(true, std::memory_order_release);
+  notifyPublisher();
+  if (publisher_.joinable()) publisher_.join();
+  session_->stop();
+  // Under the lock: a sink being removed right now waits until its onClosed has returned.
+  std::lock_guard lock(sinks_mutex_);
+  std::vector<StateSink*> sinks;
+  sinks.swap(sinks_);
+  sinks.insert(sinks.end(), new_sinks_.begin(), new_sinks_.end());
+  new_sinks_.clear();
+  for (StateSink* sink : sinks) sink->onClosed();
+}
+
+void ServerSession::addSink(StateSink* sink) {
+  {
+    std::lock_guard lock(sinks_mutex_);
+    if (!closed()) {
+      new_sinks_.push_back(sink);
+      sink = nullptr;
+    }
+  }
+  if (sink != nullptr) {
+    sink->onClosed();
+    return;
+  }
+  notifyPublisher();
+}
+
+void ServerSession::removeSink(StateSink* sink) {
+  std::lock_guard lock(sinks_mutex_);
+  std::erase(sinks_, sink);
+  std::erase(new_sinks_, sink);
+}
+
+void ServerSession::notifyPublisher() {
+  {
+    std::lock_guard lock(wake_mutex_);
+    wake_pending_ = true;
+  }
+  wake_.notify_one();
+}
+
+void ServerSession::publisherMain() {
+  rt::StateSnapshot& snapshot = snapshot_;
+  rt::SessionState last_state = session_->state();
+  std::uint64_t last_cycle = snapshot.cycle;
+  rt::Nanoseconds last_publish = snapshot.publish_time;
+  while (!exit_.load(std::memory_order_acquire)) {
+    const rt::SessionState now = session_->state();
+    if (now == rt::SessionState::kRunning) {
+      // A reset restarts the cycle count at 0.
+      if (session_->publishedCycle() < last_cycle) last_cycle = 0;
+      // A new cycle, or a timeout to look at the state again (a fault ends the loop at once).
+      session_->waitForCycle(last_cycle + 1, kPublisherPoll);
+    } else if (now == last_state) {
+      std::unique_lock lock(wake_mutex_);
+      wake_.wait_for(lock, std::chrono::nanoseconds(kPublisherPoll),
+                     [this] { return wake_pending_; });
+      wake_pending_ = false;
+    }
+    {
+      std::lock_guard lock(wake_mutex_);
+      wake_pending_ = false;
+    }
+    if (exit_.load(std::memory_order_acquire)) break;
+
+    snapshot = session_->latestState();
+    const rt::SessionState current = session_->state();
+    const bool changed = current != last_state;
+    const bool fresh = snapshot.publish_time != last_publish;
+    // The snapshot carries the state of the cycle that published it; a change made from a
+    // control thread (pause, stop, reset) is newer.
+    snapshot.state = current;
+
+    std::lock_guard lock(sinks_mutex_);
+    for (StateSink* sink : new_sinks_) sink->onState(snapshot, true);
+    sinks_.insert(sinks_.end(), new_sinks_.begin(), new_sinks_.end());
+    const std::size_t added = new_sinks_.size();
+    new_sinks_.clear();
+    if (changed || fresh) {
+      for (std::size_t i = 0; i + added < sinks_.size(); ++i) sinks_[i]->onState(snapshot, changed);
+    }
+    last_state = current;
+    last_cycle = snapshot.cycle;
+    last_publish = snapshot.publish_time;
+  }
+}
+
+void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out) const {
+  out->set_session_id(id_);
+  out->set_cycle(s.cycle);
+  out->set_time(s.time);
+  out->set_state(toProto(s.state));
+  out->mutable_q()->Assign(s.q.begin(), s.q.begin() + s.nq);
+  out->mutable_v()->Assign(s.v.begin(), s.v.begin() + s.nv);
+  out->mutable_tau()->Assign(s.tau.begin(), s.tau.begin() + s.nv);
+  out->set_command_sequence(s.command_sequence);
+  out->set_command_client_send_time_ns(s.command_client_time);
+  out->set_command_receive_time_ns(s.command_receive_time);
+  out->set_publish_time_ns(s.publish_time);
+  out->set_send_time_ns(0);
+  out->set_watchdog_tripped(s.watchdog_tripped);
+}
+
+void ServerSession::latestState(v1::State* out) {
+  rt::StateSnapshot snapshot = session_->latestState();
+  snapshot.state = session_->state();
+  toState(snapshot, out);
+}
+
+void ServerSession::fillInfo(v1::SessionInfo* out) {
+  out->set_session_id(id_);
+  out->set_name(name_);
+  *out->mutable_config() = effective_config_;
+  *out->mutable_model() = model_info_;
+  const rt::SessionStats stats = session_->stats();
+  out->set_state(toProto(stats.state));
+  if (stats.state == rt::SessionState::kFaulted) {
+    toProto(stats.fault_info, stats.fault, out->mutable_fault());
+  } else {
+    out->clear_fault();
+  }
+  out->set_udp_port(udpPort());
+  out->set_udp_state_max_bytes(udpStateMaxBytes(nq(), nv()));
+  out->set_udp_command_max_bytes(udpCommandMaxBytes(nv()));
+  out->set_control_period_ns(session_->period());
+  out->set_dt(1.0 / (session_->config().control_rate * session_->config().substeps));
+  latestState(out->mutable_latest_state());
+  out->set_has_controller_stream(hasControlStream());
+}
+
+void ServerSession::fillStats(v1::SessionStats* out) {
+  const rt::SessionStats s = session_->stats();
+  out->set_session_id(id_);
+  out->set_state(toProto(s.state));
+  out->set_mode(toProto(s.mode));
+  if (s.state == rt::SessionState::kFaulted) toProto(s.fault_info, s.fault, out->mutable_fault());
+  out->set_cycles(s.cycles);
+  out->set_time(s.time);
+  out->set_wall_time_running(s.wall_time_running);
+  out->set_real_time_factor(s.real_time_factor);
+
+  v1::TimingStats* timing = out->mutable_timing();
+  timing->set_cycles(s.timing.cycles);
+  timing->set_deadline_misses(s.timing.deadline_misses);
+  timing->set_consecutive_misses(s.timing.consecutive_misses);
+  timing->set_max_consecutive_misses(s.timing.max_consecutive_misses);
+  timing->set_skipped_cycles(s.timing.skipped_cycles);
+  toProto(s.timing.wakeup_latency, timing->mutable_wakeup_latency());
+  toProto(s.timing.compute_time, timing->mutable_compute_time());
+  toProto(s.timing.measured_period, timing->mutable_measured_period());
+  toProto(session_->stepTime().summary(), timing->mutable_engine_step());
+  toProto(session_->cycleOverhead().summary(), timing->mutable_loop_overhead());
+
+  v1::CommandStats* commands = out->mutable_commands();
+  commands->set_received(s.commands_received);
+  commands->set_applied(s.commands_applied);
+  commands->set_superseded(s.commands_superseded);
+  commands->set_dropped(s.commands_dropped);
+  commands->set_rejected(s.commands_rejected);
+  commands->set_success_rate(s.command_success_rate);
+  commands->set_age_ns(s.command_age);
+
+  v1::WatchdogStats* watchdog = out->mutable_watchdog();
+  watchdog->set_trips(s.watchdog_trips);
+  watchdog->set_missed_cycles(s.watchdog_missed_cycles);
+  watchdog->set_tripped(s.watchdog_tripped);
+  watchdog->set_armed(s.watchdog_armed);
+
+  udp_.toProto(out->mutable_udp());
+  grpc_.toProto(out->mutable_grpc());
+  out->set_events_dropped(s.events_dropped);
+  out->clear_rt_setup();
+  for (const rt::SetupStep& step : session_->setupReport()) {
+    v1::RtSetupStep* entry = out->add_rt_setup();
+    entry->set_name(step.name);
+    entry->set_applied(step.result.ok);
+    entry->set_detail(step.result.detail);
+  }
+}
+
+bool ServerSession::claimControlStream() {
+  bool expected = false;
+  return control_stream_open_.compare_exchange_strong(expected, true, std::memory_order_acq_rel);
+}
+
+void ServerSession::releaseControlStream() {
+  control_stream_open_.store(false, std::memory_order_release);
+}
+
+}  // namespace hilsim::server

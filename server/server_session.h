@@ -1,0 +1,147 @@
+// ServerSession: one rt::Session as the server hosts it — its id, UDP token, model description,
+// effective configuration, transport counters, and the publisher thread that hands every newly
+// published state to the session's state sinks (UDP peer, Control streams, StreamStates
+// readers) without the RT thread ever knowing about them.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "hilsim/v1/session.pb.h"
+#include "rt/session.h"
+#include "server/transport_stats.h"
+
+namespace hilsim::server {
+
+/// Receives the states of one session on its publisher thread (a non-RT thread).
+class StateSink {
+ public:
+  virtual ~StateSink() = default;
+  /// A newly published state (newest wins: cycles published while the previous call ran are
+  /// skipped), or the current one again with `state_changed` when the session's life-cycle state
+  /// changed (started, paused, reset, stopped, faulted) — then `state.state` is the new state.
+  /// Must return quickly and never block on the network: copy, hand over, return.
+  virtual void onState(const rt::StateSnapshot& state, bool state_changed) = 0;
+  /// The session was closed (CloseSession, server shutdown): end the stream. Called once, from
+  /// the closing thread, after the session stopped; no onState follows.
+  virtual void onClosed() {}
+};
+
+class ServerSession {
+ public:
+  using Token = std::array<std::uint8_t, 16>;
+
+  /// Builds the rt::Session (throws rt::SessionError on an invalid configuration) and starts the
+  /// publisher thread. `model_info` and `effective_config` are what GetSession reports.
+  ServerSession(std::uint64_t id, rt::SessionConfig config, v1::ModelInfo model_info,
+                v1::SessionConfig effective_config, const Token& udp_token,
+                rt::EventLogger* events = &rt::EventLogger::global());
+  ~ServerSession();  ///< stops the session and the publisher thread
+  ServerSession(const ServerSession&) = delete;
+  ServerSession& operator=(const ServerSession&) = delete;
+
+  std::uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  rt::Session& session() { return *session_; }
+  const rt::Session& session() const { return *session_; }
+  const Model& model() const { return session_->model(); }
+  int nq() const { return session_->model().nq; }
+  int nv() const { return session_->model().nv; }
+  rt::SessionMode mode() const { return session_->mode(); }
+  const v1::ModelInfo& modelInfo() const { return model_info_; }
+  const v1::SessionConfig& effectiveConfig() const { return effective_config_; }
+
+  const Token& udpToken() const { return udp_token_; }
+  /// Constant-time comparison of `candidate` with the UDP token (false unless 16 bytes).
+  bool tokenMatches(std::string_view candidate) const;
+  void setUdpPort(std::uint16_t port) { udp_port_.store(port, std::memory_order_relaxed); }
+  std::uint16_t udpPort() const { return udp_port_.load(std::memory_order_relaxed); }
+
+  TransportCounters& udpCounters() { return udp_; }
+  TransportCounters& grpcCounters() { return grpc_; }
+
+  // Life cycle, from non-RT threads. Each returns false and sets `why` (a message for the
+  // client) when the transition is not allowed; every change wakes the publisher so that sinks
+  // see it at once.
+  bool start(std::string* why);  ///< CREATED → RUNNING, or PAUSED → RUNNING
+  bool pause(std::string* why);  ///< RUNNING → PAUSED
+  bool stop(std::string* why);   ///< CREATED, RUNNING, PAUSED → STOPPED
+  /// Any → CREATED at the initial state, or at (q, v) when given (sizes and finiteness already
+  /// validated by the caller). Transport counters are kept; sequence gates are the transports'.
+  void reset(const std::optional<Eigen::VectorXd>& q = std::nullopt,
+             const std::optional<Eigen::VectorXd>& v = std::nullopt);
+
+  /// Rules 7–10 of udp.proto for a command that passed the transport's own checks (size,
+  /// session, token, sequence): tau neither empty nor nv values, non-finite, session STOPPED or
+  /// FAULTED, channel full. Queues a command with torques (a sync is only checked). Does not
+  /// count: the caller counts the outcome in its TransportCounters. Thread-safe.
+  Rejection submit(const v1::Command& command, rt::Nanoseconds receive_time);
+
+  /// Stops the session and ends every sink (onClosed); later addSink calls get onClosed at once.
+  /// The object lives on while transports still hold it. Idempotent.
+  void close();
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+  /// Registers a sink; it receives the current state at once (state_changed = true), then every
+  /// newly published one. On a closed session it gets onClosed() instead. Thread-safe.
+  void addSink(StateSink* sink);
+  /// Unregisters a sink; when it returns, no call into the sink is running or will run.
+  void removeSink(StateSink* sink);
+
+  /// The wire form of a snapshot (send_time_ns left 0: the transport stamps it).
+  void toState(const rt::StateSnapshot& snapshot, v1::State* out) const;
+  /// The newest published state in wire form.
+  void latestState(v1::State* out);
+  void fillInfo(v1::SessionInfo* out);
+  void fillStats(v1::SessionStats* out);
+
+  /// One Control stream per session: claim fails when one is open.
+  bool claimControlStream();
+  void releaseControlStream();
+  bool hasControlStream() const { return control_stream_open_.load(std::memory_order_acquire); }
+  /// Serializes Step calls on this session.
+  std::mutex& stepMutex() { return step_mutex_; }
+  /// The cycle the newest Step call waits for (under stepMutex; reset with the session).
+  std::uint64_t& stepTarget() { return step_target_; }
+
+ private:
+  void publisherMain();
+  void notifyPublisher();
+
+  const std::uint64_t id_;
+  std::string name_;
+  v1::ModelInfo model_info_;
+  v1::SessionConfig effective_config_;
+  Token udp_token_;
+  std::atomic<std::uint16_t> udp_port_{0};
+  TransportCounters udp_, grpc_;
+  std::unique_ptr<rt::Session> session_;
+
+  std::atomic<bool> control_stream_open_{false};
+  std::mutex step_mutex_;
+  std::uint64_t step_target_ = 0;
+
+  // Sinks are called with sinks_mutex_ held, so removeSink waits for a running call; recursive,
+  // so that a sink may remove itself from within its own call.
+  std::recursive_mutex sinks_mutex_;
+  std::vector<StateSink*> sinks_;
+  std::vector<StateSink*> new_sinks_;  // get the current state on the next publisher pass
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool wake_pending_ = false;
+  std::atomic<bool> exit_{false};
+  std::atomic<bool> closed_{false};
+  rt::StateSnapshot snapshot_;  // publisher thread only
+  std::thread publisher_;
+};
+
+}  // namespace hilsim::server

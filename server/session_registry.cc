@@ -1,0 +1,307 @@
+#include "server/session_registry.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <random>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/io/model_loader.h"
+#include "server/conversions.h"
+#include "server/udp_endpoint.h"
+
+namespace hilsim::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ServerSession::Token randomToken() {
+  // std::random_device reads the kernel's CSPRNG (getrandom) on Linux.
+  std::random_device source;
+  ServerSession::Token token;
+  for (std::size_t i = 0; i < token.size(); i += 4) {
+    const std::uint32_t word = source();
+    for (std::size_t k = 0; k < 4; ++k) token[i + k] = static_cast<std::uint8_t>(word >> (8 * k));
+  }
+  return token;
+}
+
+grpc::Status invalid(std::string message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)};
+}
+
+std::string listNames(const v1::ListModelsResponse& models) {
+  std::string names;
+  for (const v1::BundledModel& m : models.models()) names += (names.empty() ? "" : ", ") + m.name();
+  return names;
+}
+
+double micros(std::int64_t ns) { return static_cast<double>(ns) * 1e-3; }
+
+}  // namespace
+
+SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* events)
+    : config_(config), events_(events), next_udp_port_(config.udp_port_first) {
+  std::vector<std::string> names = bundledModelNames();
+  const std::string preferred = config.default_model.empty() ? defaultModelName()
+                                                             : config.default_model;
+  if (auto it = std::find(names.begin(), names.end(), preferred); it != names.end()) {
+    std::rotate(names.begin(), it, it + 1);
+  }
+  for (const std::string& name : names) {
+    try {
+      const Model model = hilsim::loadModel(name);
+      v1::BundledModel* entry = bundled_.add_models();
+      entry->set_name(name);
+      entry->set_is_default(name == preferred);
+      *entry->mutable_info() = describeModel(model, name);
+    } catch (const std::exception& e) {
+      spdlog::warn("bundled model '{}' does not load and is not offered: {}", name, e.what());
+    }
+  }
+  const std::string default_path = bundledModelPath(preferred);
+  model_directory_ = !config.model_directory.empty() ? config.model_directory
+                     : default_path.empty()          ? std::string()
+                                             : fs::path(default_path).parent_path().string();
+}
+
+SessionRegistry::~SessionRegistry() { closeAll(); }
+
+grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
+                                        std::shared_ptr<const Model>* model,
+                                        std::string* name) const {
+  const std::string source_name = source.source_name().empty() ? "<request>" : source.source_name();
+  if (source.floating_base() && source.source_case() != v1::ModelSource::kUrdf) {
+    return invalid("model.floating_base applies only to a URDF source");
+  }
+  try {
+    switch (source.source_case()) {
+      case v1::ModelSource::kBundledName: {
+        const std::string& requested = source.bundled_name();
+        bool bundled = false;
+        for (const v1::BundledModel& m : bundled_.models()) bundled |= m.name() == requested;
+        if (!bundled) {
+          return {grpc::StatusCode::NOT_FOUND, "unknown bundled model '" + requested +
+                                                   "' (bundled: " + listNames(bundled_) + ")"};
+        }
+        *model = std::make_shared<const Model>(hilsim::loadModel(requested));
+        *name = requested;
+        return grpc::Status::OK;
+      }
+      case v1::ModelSource::kUrdf: {
+        if (source.urdf().size() > config_.max_model_text_bytes) {
+          return invalid("model.urdf: " + std::to_string(source.urdf().size()) +
+                         " bytes, this server accepts at most " +
+                         std::to_string(config_.max_model_text_bytes));
+        }
+        *model = std::make_shared<const Model>(
+            loadUrdfString(source.urdf(), source.floating_base(), source_name));
+        *name = (*model)->name;
+        return grpc::Status::OK;
+      }
+      case v1::ModelSource::kYaml: {
+        if (source.yaml().size() > config_.max_model_text_bytes) {
+          return invalid("model.yaml: " + std::to_string(source.yaml().size()) +
+                         " bytes, this server accepts at most " +
+                         std::to_string(config_.max_model_text_bytes));
+        }
+        // A URDF wrapper may name only a file of the model directory: a client must never make
+        // the server read its other files.
+        try {
+          const YAML::Node root = YAML::Load(source.yaml());
+          if (root.IsMap() && root["urdf"]) {
+            const fs::path path(root["urdf"].Scalar());
+            const fs::path normal = path.lexically_normal();
+            if (path.is_absolute() || normal.empty() || *normal.begin() == ".." ||
+                model_directory_.empty()) {
+              return invalid("model.yaml: urdf '" + path.string() +
+                             "' is outside the server's model directory (name a bundled file, "
+                             "e.g. '" + std::string("solo12.urdf") + "')");
+            }
+          }
+        } catch (const YAML::Exception&) {
+          // Not YAML at all: the loader below says what is wrong with it.
+        }
+        *model = std::make_shared<const Model>(
+            loadYamlString(source.yaml(), model_directory_, source_name));
+        *name = (*model)->name;
+        return grpc::Status::OK;
+      }
+      case v1::ModelSource::SOURCE_NOT_SET:
+        return invalid("model: no source (set bundled_name, urdf or yaml)");
+    }
+  } catch (const std::exception& e) {
+    return invalid(e.what());
+  }
+  return invalid("model: unknown source");
+}
+
+std::unique_ptr<UdpEndpoint> SessionRegistry::openUdp(ServerSession& session,
+                                                      std::uint16_t requested_port) {
+  if (requested_port != 0 || (config_.udp_port_first == 0 && config_.udp_port_last == 0)) {
+    return std::make_unique<UdpEndpoint>(session, config_.bind_address, requested_port);
+  }
+  // Try each port of the range once, starting after the last one handed out.
+  const int first = config_.udp_port_first;
+  const int count = config_.udp_port_last - first + 1;
+  for (int attempt = 0; attempt < count; ++attempt) {
+    const int port = first + (next_udp_port_ - first + attempt) % count;
+    try {
+      auto endpoint = std::make_unique<UdpEndpoint>(session, config_.bind_address,
+                                                    static_cast<std::uint16_t>(port));
+      next_udp_port_ = static_cast<std::uint16_t>(first + (port - first + 1) % count);
+      return endpoint;
+    } catch (const std::system_error&) {
+      // In use (by another session or process): the next one.
+    }
+  }
+  return nullptr;
+}
+
+grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
+                                     v1::CreateSessionResponse* response,
+                                     std::uint16_t udp_port) {
+  std::shared_ptr<const Model> model;
+  std::string model_name;
+  if (!request.has_model()) return invalid("model: no source (set bundled_name, urdf or yaml)");
+  if (grpc::Status status = loadModel(request.model(), &model, &model_name); !status.ok()) {
+    return status;
+  }
+  if (model->nq > rt::kMaxCoordinates || model->nv > rt::kMaxCoordinates) {
+    return invalid("model '" + model_name + "': nq = " + std::to_string(model->nq) +
+                   ", nv = " + std::to_string(model->nv) + "; sessions take at most " +
+                   std::to_string(rt::kMaxCoordinates) + " coordinates in q and in v");
+  }
+
+  std::lock_guard lock(mutex_);
+  if (static_cast<int>(sessions_.size()) >= config_.max_sessions) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "the server's session limit (" + std::to_string(config_.max_sessions) +
+                ") is reached: close a session first"};
+  }
+  const std::uint64_t id = next_id_;
+  rt::SessionConfig rt_config;
+  v1::SessionConfig effective;
+  if (std::string error = resolveSessionConfig(request.config(), config_, model, id, &rt_config,
+                                               &effective);
+      !error.empty()) {
+    return invalid(error);
+  }
+  const v1::ModelInfo info = describeModel(*model, model_name);
+  Entry entry;
+  try {
+    entry.session = std::make_shared<ServerSession>(id, std::move(rt_config), info, effective,
+                                                    randomToken(), events_);
+  } catch (const std::exception& e) {
+    return invalid(e.what());
+  }
+  if (config_.udp_enabled) {
+    try {
+      entry.udp = openUdp(*entry.session, udp_port);
+    } catch (const std::system_error& e) {
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "UDP port " + std::to_string(udp_port) + " cannot be bound: " + e.what()};
+    }
+    if (!entry.udp) {
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "no free UDP port in " + std::to_string(config_.udp_port_first) + " … " +
+                  std::to_string(config_.udp_port_last)};
+    }
+    entry.session->setUdpPort(entry.udp->port());
+    entry.udp->start();
+  }
+  entry.model_name = model_name;
+  ++next_id_;
+  ServerSession& session = *entry.session;
+  const ServerSession::Token& token = session.udpToken();
+  response->set_udp_token(std::string(token.begin(), token.end()));
+  session.fillInfo(response->mutable_session());
+  spdlog::info("session {} '{}' created: model {} (nq {}, nv {}), {} at {} Hz, UDP port {}", id,
+               session.name(), model_name, model->nq, model->nv,
+               rt::sessionModeName(session.mode()), effective.control_rate_hz(),
+               session.udpPort());
+  sessions_.emplace(id, std::move(entry));
+  return grpc::Status::OK;
+}
+
+std::shared_ptr<ServerSession> SessionRegistry::find(std::uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.session;
+}
+
+std::vector<std::shared_ptr<ServerSession>> SessionRegistry::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<ServerSession>> all;
+  all.reserve(sessions_.size());
+  for (const auto& [id, entry] : sessions_) all.push_back(entry.session);
+  return all;
+}
+
+bool SessionRegistry::close(std::uint64_t id, v1::SessionStats* final_stats) {
+  Entry entry;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = sessions_.find(id);
+    if (it == sessions_.end()) return false;
+    entry = std::move(it->second);
+    sessions_.erase(it);
+  }
+  if (entry.udp) entry.udp->stop();
+  entry.session->close();
+  if (final_stats != nullptr) entry.session->fillStats(final_stats);
+  logFinalStats(*entry.session);
+  return true;
+}
+
+void SessionRegistry::closeAll() {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, entry] : sessions_) ids.push_back(id);
+  }
+  for (const std::uint64_t id : ids) close(id, nullptr);
+}
+
+void SessionRegistry::logFinalStats(ServerSession& session) {
+  v1::SessionStats s;
+  session.fillStats(&s);
+  const v1::TimingStats& t = s.timing();
+  spdlog::info(
+      "session {} '{}' closed: {} cycles, {:.3f} s simulated, real-time factor {:.3f}; wake-up "
+      "latency p50 {:.1f} µs p99 {:.1f} µs max {:.1f} µs; {} deadline misses, {} skipped; "
+      "commands {} received, {} applied, {} dropped; watchdog trips {}; UDP {} received, {} "
+      "accepted; gRPC {} received, {} accepted",
+      session.id(), session.name(), s.cycles(), s.time(), s.real_time_factor(),
+      micros(t.wakeup_latency().p50_ns()), micros(t.wakeup_latency().p99_ns()),
+      micros(t.wakeup_latency().max_ns()), t.deadline_misses(), t.skipped_cycles(),
+      s.commands().received(), s.commands().applied(), s.commands().dropped(),
+      s.watchdog().trips(), s.udp().received(), s.udp().accepted(), s.grpc().received(),
+      s.grpc().accepted());
+}
+
+std::vector<SessionMetricsSample> SessionRegistry::sample() const {
+  std::vector<std::pair<std::shared_ptr<ServerSession>, std::string>> sessions;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, entry] : sessions_) sessions.emplace_back(entry.session, entry.model_name);
+  }
+  std::vector<SessionMetricsSample> samples(sessions.size());
+  for (std::size_t i = 0; i < sessions.size(); ++i) {
+    ServerSession& session = *sessions[i].first;
+    SessionMetricsSample& out = samples[i];
+    out.id = session.id();
+    out.name = session.name();
+    out.model = sessions[i].second;
+    session.fillStats(&out.stats);
+    out.wakeup_latency = session.session().monitor().wakeupLatency().snapshot();
+    out.compute_time = session.session().monitor().computeTime().snapshot();
+    out.engine_step = session.session().stepTime().snapshot();
+  }
+  return samples;
+}
+
+}  // namespace hilsim::server

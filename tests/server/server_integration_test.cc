@@ -1,0 +1,458 @@
+// hilsim-server end to end: a real Server on loopback with ephemeral ports, driven through the
+// generated gRPC stub exactly as a remote client would.
+
+#include "server/server.h"
+
+#include <gtest/gtest.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "engine/algorithms/crba.h"
+#include "engine/algorithms/rnea.h"
+#include "engine/integrators/simulator.h"
+#include "engine/io/model_loader.h"
+#include "engine/model/data.h"
+#include "hilsim/v1/service.grpc.pb.h"
+#include "rt/clock.h"
+#include "server/session_registry.h"
+
+namespace hilsim::server {
+namespace {
+
+using grpc::StatusCode;
+
+ServerConfig testConfig() {
+  ServerConfig config;
+  config.grpc_port = 0;
+  config.udp_port_first = 0;
+  config.udp_port_last = 0;
+  config.metrics_enabled = false;
+  config.session_defaults.mutable_thread()->set_lock_memory(false);  // unprivileged runs
+  return config;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void startServer(ServerConfig config = testConfig()) {
+    server_ = std::make_unique<Server>(std::move(config));
+    server_->start();
+    channel_ = grpc::CreateChannel(server_->grpcTarget(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Simulation::NewStub(channel_);
+  }
+  void SetUp() override { startServer(); }
+  void TearDown() override {
+    if (server_) server_->shutdown();
+  }
+
+  std::unique_ptr<grpc::ClientContext> context(int seconds = 5) {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+    if (!token_.empty()) c->AddMetadata("authorization", "Bearer " + token_);
+    return c;
+  }
+
+  grpc::Status create(const v1::CreateSessionRequest& request, v1::CreateSessionResponse* out) {
+    return stub_->CreateSession(context().get(), request, out);
+  }
+
+  v1::SessionInfo createBundled(const std::string& model, v1::SessionMode mode,
+                                double rate = 1000.0) {
+    v1::CreateSessionRequest request;
+    request.mutable_model()->set_bundled_name(model);
+    request.mutable_config()->set_mode(mode);
+    request.mutable_config()->set_control_rate_hz(rate);
+    v1::CreateSessionResponse response;
+    const grpc::Status status = create(request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.session();
+  }
+
+  grpc::Status start(std::uint64_t id) {
+    v1::SessionRequest request;
+    request.set_session_id(id);
+    v1::SessionInfo info;
+    return stub_->StartSession(context().get(), request, &info);
+  }
+
+  v1::SessionStats stats(std::uint64_t id) {
+    v1::SessionRequest request;
+    request.set_session_id(id);
+    v1::SessionStats out;
+    EXPECT_TRUE(stub_->GetStats(context().get(), request, &out).ok());
+    return out;
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Simulation::Stub> stub_;
+  std::string token_;
+};
+
+TEST_F(ServerTest, ListsBundledModelsDefaultFirst) {
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(stub_->ListModels(context().get(), {}, &models).ok());
+  ASSERT_GE(models.models_size(), 5);
+  EXPECT_EQ(models.models(0).name(), defaultModelName());
+  EXPECT_TRUE(models.models(0).is_default());
+  EXPECT_EQ(models.models(0).info().nv(), 7u);
+  EXPECT_EQ(models.models(0).info().v_labels_size(), 7);
+}
+
+TEST_F(ServerTest, BadRequestsGetClearStatusCodes) {
+  v1::CreateSessionResponse response;
+  v1::CreateSessionRequest request;
+
+  request.mutable_model()->set_bundled_name("no_such_robot");
+  grpc::Status status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::NOT_FOUND);
+  EXPECT_NE(status.error_message().find("iiwa14"), std::string::npos);  // lists the bundled
+
+  request.mutable_model()->set_urdf("<robot name='broken'><link name='a'>");
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(status.error_message().empty());
+
+  request.mutable_model()->set_bundled_name("iiwa14");
+  request.mutable_config()->add_initial_q(0.1);  // 1 value for nq = 7
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("initial_q"), std::string::npos);
+
+  request.mutable_config()->clear_initial_q();
+  request.mutable_config()->set_control_rate_hz(20000.0);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("control_rate_hz"), std::string::npos);
+
+  request.mutable_model()->set_yaml("urdf: /etc/passwd\n");
+  request.mutable_config()->clear_control_rate_hz();
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("model directory"), std::string::npos);
+
+  v1::SessionRequest unknown;
+  unknown.set_session_id(987654);
+  v1::SessionInfo info;
+  EXPECT_EQ(stub_->GetSession(context().get(), unknown, &info).error_code(), StatusCode::NOT_FOUND);
+  EXPECT_EQ(stub_->StartSession(context().get(), unknown, &info).error_code(),
+            StatusCode::NOT_FOUND);
+  unknown.set_session_id(0);
+  EXPECT_EQ(stub_->GetSession(context().get(), unknown, &info).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+
+  // Nothing was created by the failed calls.
+  v1::ListSessionsResponse sessions;
+  ASSERT_TRUE(stub_->ListSessions(context().get(), {}, &sessions).ok());
+  EXPECT_EQ(sessions.sessions_size(), 0);
+
+  // A lockstep session: Step with the wrong number of torques, StartSession twice.
+  const v1::SessionInfo lockstep = createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);
+  ASSERT_TRUE(start(lockstep.session_id()).ok());
+  EXPECT_EQ(start(lockstep.session_id()).error_code(), StatusCode::FAILED_PRECONDITION);
+  v1::Command step;
+  step.set_session_id(lockstep.session_id());
+  step.set_sequence(1);
+  step.add_tau(1.0);
+  step.add_tau(2.0);
+  v1::State state;
+  status = stub_->Step(context().get(), step, &state);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("nv = 1"), std::string::npos);
+  // Step on a realtime session
+  const v1::SessionInfo realtime = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  step.set_session_id(realtime.session_id());
+  step.clear_tau();
+  step.add_tau(0.0);
+  EXPECT_EQ(stub_->Step(context().get(), step, &state).error_code(),
+            StatusCode::FAILED_PRECONDITION);
+}
+
+// Lockstep through Step is the offline simulation, bit for bit: same model, same integrator,
+// same torques, same step.
+TEST_F(ServerTest, LockstepStepReproducesOfflineSimulation) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("iiwa14");
+  request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+  request.mutable_config()->set_control_rate_hz(500.0);
+  request.mutable_config()->set_substeps(2);
+  v1::CreateSessionResponse created;
+  ASSERT_TRUE(create(request, &created).ok());
+  const std::uint64_t id = created.session().session_id();
+  ASSERT_TRUE(start(id).ok());
+
+  auto model = std::make_shared<const Model>(loadModel("iiwa14"));
+  Simulator offline(model, Formulation::kAba, Integrator::kRk4, 1.0 / 1000.0);
+  Eigen::VectorXd tau(model->nv);
+  for (int cycle = 1; cycle <= 200; ++cycle) {
+    v1::Command command;
+    command.set_session_id(id);
+    command.set_sequence(static_cast<std::uint64_t>(cycle));
+    for (int k = 0; k < model->nv; ++k) {
+      tau[k] = 5.0 * std::sin(0.05 * cycle + k);
+      command.add_tau(tau[k]);
+    }
+    const std::uint32_t steps = cycle % 3 == 0 ? 3 : 1;
+    command.set_steps(steps);
+    v1::State state;
+    const grpc::Status status = stub_->Step(context().get(), command, &state);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    for (std::uint32_t s = 0; s < steps * 2; ++s) offline.step(tau);
+    ASSERT_EQ(state.command_sequence(), static_cast<std::uint64_t>(cycle));
+    ASSERT_EQ(state.q_size(), model->nq);
+    for (int k = 0; k < model->nq; ++k) ASSERT_EQ(state.q(k), offline.q()[k]) << "cycle " << cycle;
+    for (int k = 0; k < model->nv; ++k) ASSERT_EQ(state.v(k), offline.v()[k]) << "cycle " << cycle;
+    ASSERT_EQ(state.time(), offline.time());
+  }
+  const v1::SessionStats s = stats(id);
+  EXPECT_EQ(s.grpc().accepted(), 200u);
+  EXPECT_EQ(s.commands().applied(), 200u);
+}
+
+// Gravity torques of the arm at q, from the engine (the controller's model-based feed-forward).
+Eigen::VectorXd gravity(const Model& model, Data& data, const Eigen::VectorXd& q) {
+  return nonLinearEffects(model, data, q, Eigen::VectorXd::Zero(model.nv));
+}
+
+// PD control with gravity feed-forward over the Control stream, realtime at 1 kHz, brings the
+// arm from its neutral posture to a target posture.
+TEST_F(ServerTest, PdControlOverControlStreamConverges) {
+  const v1::SessionInfo info = createBundled("iiwa14", v1::SESSION_MODE_REALTIME);
+  const std::uint64_t id = info.session_id();
+  ASSERT_TRUE(start(id).ok());
+  auto model = std::make_shared<const Model>(loadModel("iiwa14"));
+  Data data(*model);
+  Eigen::VectorXd target(7);
+  target << 0.4, 0.3, -0.2, -0.8, 0.1, 0.5, 0.0;
+  // Joint-space PD scaled by the mass matrix diagonal at the target: every joint gets the
+  // same 10 rad/s critically damped response, whatever its inertia (a plain PD tuned for the
+  // heavy shoulder would make the light wrist unstable with a cycle or two of delay).
+  const Eigen::VectorXd inertia = crba(*model, data, target).diagonal();
+  const double kp = 100.0, kd = 20.0;
+
+  auto call = context(30);
+  auto stream = stub_->Control(call.get());
+  v1::Command command;
+  command.set_session_id(id);
+  std::uint64_t sequence = 1;
+  command.set_sequence(sequence);
+  ASSERT_TRUE(stream->Write(command));  // sync: binds the stream, answered at once
+  v1::State state;
+  Eigen::VectorXd q(7), v(7);
+  double error = 1e9;
+  std::uint64_t answered = 0;
+  const rt::Nanoseconds until = rt::monotonicNow() + 3 * rt::kNanosecondsPerSecond;
+  while (rt::monotonicNow() < until && stream->Read(&state)) {
+    ASSERT_EQ(state.q_size(), 7);
+    for (int k = 0; k < 7; ++k) {
+      q[k] = state.q(k);
+      v[k] = state.v(k);
+    }
+    if (state.command_sequence() > 1) ++answered;
+    error = (q - target).cwiseAbs().maxCoeff();
+    const Eigen::VectorXd tau =
+        gravity(*model, data, q) + inertia.cwiseProduct(kp * (target - q) - kd * v);
+    command.set_sequence(++sequence);
+    command.clear_tau();
+    for (int k = 0; k < 7; ++k) command.add_tau(tau[k]);
+    if (!stream->Write(command)) break;
+  }
+  stream->WritesDone();
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  // Critically damped-ish joint loops settle in well under a second; 2 s more of holding.
+  EXPECT_LT(error, 2e-3) << "max joint error [rad]";
+  EXPECT_GT(answered, 1000u);
+  const v1::SessionStats s = stats(id);
+  EXPECT_GT(s.grpc().accepted(), 1000u);
+  EXPECT_EQ(s.grpc().malformed() + s.grpc().stale() + s.grpc().duplicate() + s.grpc().wrong_size(),
+            0u);
+}
+
+TEST_F(ServerTest, ControlStreamRejectsBadCommandsWithInvalidArgument) {
+  const v1::SessionInfo info = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  ASSERT_TRUE(start(info.session_id()).ok());
+  {
+    auto call = context();
+    auto stream = stub_->Control(call.get());
+    v1::Command command;
+    command.set_session_id(info.session_id());
+    command.set_sequence(5);
+    ASSERT_TRUE(stream->Write(command));
+    v1::State state;
+    ASSERT_TRUE(stream->Read(&state));
+    // A second controller on the same session is refused.
+    {
+      auto call2 = context();
+      auto second = stub_->Control(call2.get());
+      second->Write(command);
+      v1::State ignored;
+      while (second->Read(&ignored)) {
+      }
+      EXPECT_EQ(second->Finish().error_code(), StatusCode::FAILED_PRECONDITION);
+    }
+    command.set_sequence(4);  // stale
+    command.add_tau(0.0);
+    stream->Write(command);
+    while (stream->Read(&state)) {
+    }
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("sequence 4"), std::string::npos);
+  }
+  {
+    auto call = context();
+    auto stream = stub_->Control(call.get());
+    v1::Command command;
+    command.set_session_id(info.session_id());
+    command.set_sequence(1);
+    command.add_tau(std::nan(""));
+    stream->Write(command);
+    v1::State state;
+    while (stream->Read(&state)) {
+    }
+    EXPECT_EQ(stream->Finish().error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  const v1::SessionStats s = stats(info.session_id());
+  EXPECT_EQ(s.grpc().stale(), 1u);
+  EXPECT_EQ(s.grpc().non_finite(), 1u);
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_RUNNING);  // untouched
+}
+
+// The controller goes silent: after missed_cycles_limit cycles the watchdog applies its policy.
+TEST_F(ServerTest, WatchdogTripsWhenTheControllerGoesSilent) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("pendulum");
+  request.mutable_config()->mutable_watchdog()->set_policy(v1::WATCHDOG_POLICY_ZERO);
+  request.mutable_config()->mutable_watchdog()->set_missed_cycles_limit(10);
+  v1::CreateSessionResponse created;
+  ASSERT_TRUE(create(request, &created).ok());
+  const std::uint64_t id = created.session().session_id();
+  ASSERT_TRUE(start(id).ok());
+
+  auto call = context(10);
+  auto stream = stub_->Control(call.get());
+  v1::Command command;
+  command.set_session_id(id);
+  v1::State state;
+  for (std::uint64_t sequence = 1; sequence <= 50; ++sequence) {
+    command.set_sequence(sequence);
+    command.clear_tau();
+    command.add_tau(0.75);
+    ASSERT_TRUE(stream->Write(command));
+    ASSERT_TRUE(stream->Read(&state));
+  }
+  EXPECT_FALSE(state.watchdog_tripped());
+  // Silence: states keep coming; the watchdog trips and applies zero torque.
+  bool tripped = false;
+  for (int i = 0; i < 2000 && !tripped; ++i) {
+    ASSERT_TRUE(stream->Read(&state));
+    tripped = state.watchdog_tripped();
+  }
+  ASSERT_TRUE(tripped);
+  ASSERT_EQ(state.tau_size(), 1);
+  EXPECT_EQ(state.tau(0), 0.0);
+  call->TryCancel();
+  stream->Finish();
+  const v1::SessionStats s = stats(id);
+  EXPECT_EQ(s.watchdog().trips(), 1u);
+  EXPECT_TRUE(s.watchdog().tripped());
+}
+
+// Two sessions run at once; ten viewers watch one of them without disturbing it.
+TEST_F(ServerTest, TwoSessionsAndTenSubscribers) {
+  const v1::SessionInfo a = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  const v1::SessionInfo b = createBundled("iiwa14", v1::SESSION_MODE_REALTIME);
+  ASSERT_TRUE(start(a.session_id()).ok());
+  ASSERT_TRUE(start(b.session_id()).ok());
+
+  constexpr int kViewers = 10;
+  std::vector<std::thread> viewers;
+  std::vector<int> received(kViewers, 0);
+  std::vector<std::uint64_t> last_cycle(kViewers, 0);
+  std::vector<bool> ordered(kViewers, true);
+  std::vector<std::unique_ptr<grpc::ClientContext>> calls;
+  for (int i = 0; i < kViewers; ++i) calls.push_back(context(10));
+  for (int i = 0; i < kViewers; ++i) {
+    viewers.emplace_back([&, i] {
+      v1::StreamStatesRequest request;
+      request.set_session_id(b.session_id());
+      request.set_decimation(10);
+      auto reader = stub_->StreamStates(calls[i].get(), request);
+      v1::State state;
+      while (reader->Read(&state)) {
+        if (received[i] > 0 && state.cycle() <= last_cycle[i]) ordered[i] = false;
+        last_cycle[i] = state.cycle();
+        ++received[i];
+      }
+      reader->Finish();
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  v1::SessionRequest close;
+  close.set_session_id(b.session_id());
+  v1::CloseSessionResponse closed;
+  ASSERT_TRUE(stub_->CloseSession(context().get(), close, &closed).ok());
+  for (std::thread& t : viewers) t.join();
+  for (int i = 0; i < kViewers; ++i) {
+    // ~100 states a second at decimation 10; far fewer would mean a stalled feed.
+    EXPECT_GT(received[i], 50) << "viewer " << i;
+    EXPECT_TRUE(ordered[i]) << "viewer " << i;
+  }
+  EXPECT_GT(closed.final_stats().cycles(), 800u);
+  // The other session ran on.
+  const v1::SessionStats other = stats(a.session_id());
+  EXPECT_EQ(other.state(), v1::SESSION_STATE_RUNNING);
+  EXPECT_GT(other.cycles(), 800u);
+}
+
+TEST_F(ServerTest, AccessTokenIsRequiredWhenConfigured) {
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.access_token = "s3cret";
+  startServer(config);
+  v1::ListModelsResponse models;
+  grpc::Status status = stub_->ListModels(context().get(), {}, &models);
+  EXPECT_EQ(status.error_code(), StatusCode::UNAUTHENTICATED);
+  token_ = "wrong";
+  EXPECT_EQ(stub_->ListModels(context().get(), {}, &models).error_code(),
+            StatusCode::UNAUTHENTICATED);
+  token_ = "s3cret";
+  EXPECT_TRUE(stub_->ListModels(context().get(), {}, &models).ok());
+}
+
+// Shutdown with a controller and a viewer attached: both streams end, nothing hangs.
+TEST_F(ServerTest, GracefulShutdownEndsStreams) {
+  const v1::SessionInfo info = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  ASSERT_TRUE(start(info.session_id()).ok());
+  auto control_call = context(10);
+  auto control = stub_->Control(control_call.get());
+  v1::Command command;
+  command.set_session_id(info.session_id());
+  command.set_sequence(1);
+  ASSERT_TRUE(control->Write(command));
+  v1::State state;
+  ASSERT_TRUE(control->Read(&state));
+  auto viewer_call = context(10);
+  v1::StreamStatesRequest request;
+  request.set_session_id(info.session_id());
+  auto viewer = stub_->StreamStates(viewer_call.get(), request);
+  ASSERT_TRUE(viewer->Read(&state));
+
+  const rt::Nanoseconds before = rt::monotonicNow();
+  server_->shutdown();
+  EXPECT_LT(rt::monotonicNow() - before, 3 * rt::kNanosecondsPerSecond);
+  while (control->Read(&state)) {
+  }
+  while (viewer->Read(&state)) {
+  }
+  EXPECT_EQ(control->Finish().error_code(), StatusCode::CANCELLED);
+  EXPECT_EQ(viewer->Finish().error_code(), StatusCode::CANCELLED);
+  server_.reset();
+}
+
+}  // namespace
+}  // namespace hilsim::server
