@@ -81,6 +81,9 @@ struct SessionConfig {
   /// Speeds above this [rad/s or m/s] count as a diverged simulation and fault the session.
   double max_speed = 1e4;
   std::size_t command_capacity = 64;
+  /// LOCKSTEP: how long the idle RT thread polls for the next command before it sleeps [ns]. A
+  /// controller that answers within it saves a thread wake-up per command; 0: sleep at once.
+  Nanoseconds lockstep_spin = 50'000;
   std::string name = "session";  ///< names the session's log lines and its RT thread
   /// Called on the RT thread after its set-up and before its first cycle (tests, tracing).
   std::function<void()> on_rt_thread_start;
@@ -204,6 +207,7 @@ class Session {
   std::atomic<bool> leave_loop_{false};      // asks the RT loop to return (pause, stop, reset)
   std::atomic<bool> exit_thread_{false};     // asks the RT thread to end
   std::atomic<std::uint32_t> rt_wake_{0};    // futex the RT thread sleeps on when idle
+  std::atomic<bool> rt_sleeping_{true};      // the RT thread sleeps on rt_wake_ (or may soon)
   std::atomic<std::uint32_t> published_{0};  // futex for waitForCycle
   std::atomic<int> publish_waiters_{0};
   std::atomic<std::uint64_t> published_cycle_{0};

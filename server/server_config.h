@@ -35,8 +35,8 @@ struct ServerConfig {
   /// Session UDP ports are taken from [udp_port_first, udp_port_last]; both 0: ephemeral ports.
   std::uint16_t udp_port_first = 50100;
   std::uint16_t udp_port_last = 50199;
-  std::uint16_t metrics_port = 9464;  ///< Prometheus /metrics; 0: disabled
-  bool metrics_enabled = true;
+  std::uint16_t metrics_port = 9464;  ///< Prometheus /metrics; 0: an ephemeral port (tests)
+  bool metrics_enabled = true;        ///< false: no metrics endpoint
 
   // Security
   std::string tls_certificate_file;  ///< PEM; with tls_key_file enables TLS on gRPC

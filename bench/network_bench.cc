@@ -1,0 +1,328 @@
+// The network path of a control cycle, each against its bare baseline in the same run:
+//
+//   udp/bare_echo        a thread answers each datagram with a datagram of the size of the
+//                        session's UdpState (recvfrom → sendto, nothing else): the kernel's
+//                        loopback round trip and two thread wake-ups
+//   udp/lockstep         hilsim-server in process, a LOCKSTEP iiwa14 session driven through
+//                        client::UdpController: command → decode, checks, command channel → RT
+//                        thread runs one control cycle (RK4, 1 ms) → publisher → UdpState back
+//   grpc/bare_echo       a gRPC callback service (bench/echo.proto) answering each Command on a
+//                        bidirectional stream with a State of the same size
+//   grpc/control_lockstep  the real Control stream of the same LOCKSTEP session
+//
+// Each iteration is one round trip, timed on CLOCK_MONOTONIC; the counters are the median and
+// 99th percentile over the iterations [µs]. After the run the program prints each pair's p50
+// ratio (the target is ≤ 1.3). Loopback, one host: docs/PERFORMANCE.md has the figures.
+//
+//   build/bench/hilsim_network_bench --benchmark_min_time=2
+#include <benchmark/benchmark.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/udp_controller.h"
+#include "echo.grpc.pb.h"
+#include "hilsim/v1/service.grpc.pb.h"
+#include "hilsim/v1/udp.pb.h"
+#include "rt/clock.h"
+#include "server/server.h"
+
+namespace {
+
+using hilsim::rt::monotonicNow;
+using hilsim::rt::Nanoseconds;
+
+constexpr int kNq = 7, kNv = 7;  // iiwa14
+
+std::map<std::string, double>& medians() {
+  static std::map<std::string, double> values;
+  return values;
+}
+
+// Round-trip samples of one benchmark → p50/p99 counters, the p50 kept for the ratios.
+class RoundTrips {
+ public:
+  void add(Nanoseconds ns) { samples_.push_back(ns); }
+  void report(benchmark::State& state, const std::string& name) {
+    if (samples_.empty()) return;
+    std::sort(samples_.begin(), samples_.end());
+    auto at = [&](double p) {
+      return static_cast<double>(samples_[static_cast<std::size_t>(p * (samples_.size() - 1))]) *
+             1e-3;
+    };
+    state.counters["p50_us"] = at(0.5);
+    state.counters["p99_us"] = at(0.99);
+    medians()[name] = at(0.5);
+  }
+
+ private:
+  std::vector<Nanoseconds> samples_;
+};
+
+// A State of the model's size with every field set, as the server sends.
+hilsim::v1::State typicalState() {
+  hilsim::v1::State s;
+  s.set_session_id(1);
+  s.set_cycle(123456);
+  s.set_time(123.456);
+  s.set_state(hilsim::v1::SESSION_STATE_RUNNING);
+  for (int i = 0; i < kNq; ++i) s.add_q(0.1 * i + 0.01);
+  for (int i = 0; i < kNv; ++i) s.add_v(0.2 * i + 0.01);
+  for (int i = 0; i < kNv; ++i) s.add_tau(1.5 * i + 0.01);
+  s.set_command_sequence(1000);
+  s.set_command_client_send_time_ns(monotonicNow());
+  s.set_command_receive_time_ns(monotonicNow());
+  s.set_publish_time_ns(monotonicNow());
+  s.set_send_time_ns(monotonicNow());
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server under test: one in-process hilsim-server with a LOCKSTEP iiwa14 session.
+
+struct LockstepServer {
+  std::unique_ptr<hilsim::server::Server> server;
+  std::unique_ptr<hilsim::v1::Simulation::Stub> stub;
+  std::uint64_t session_id = 0;
+  std::uint16_t udp_port = 0;
+  std::string udp_token;
+
+  LockstepServer() {
+    hilsim::server::ServerConfig config;
+    config.grpc_port = 0;
+    config.udp_port_first = config.udp_port_last = 0;
+    config.metrics_enabled = false;
+    config.session_defaults.mutable_thread()->set_lock_memory(false);
+    server = std::make_unique<hilsim::server::Server>(config);
+    server->start();
+    stub = hilsim::v1::Simulation::NewStub(
+        grpc::CreateChannel(server->grpcTarget(), grpc::InsecureChannelCredentials()));
+  }
+  // A fresh session per benchmark: sequence numbers and streams start clean.
+  void newSession() {
+    hilsim::v1::CreateSessionRequest request;
+    request.mutable_model()->set_bundled_name("iiwa14");
+    request.mutable_config()->set_mode(hilsim::v1::SESSION_MODE_LOCKSTEP);
+    hilsim::v1::CreateSessionResponse response;
+    grpc::ClientContext create;
+    if (!stub->CreateSession(&create, request, &response).ok()) std::abort();
+    session_id = response.session().session_id();
+    udp_port = static_cast<std::uint16_t>(response.session().udp_port());
+    udp_token = response.udp_token();
+    hilsim::v1::SessionRequest start;
+    start.set_session_id(session_id);
+    hilsim::v1::SessionInfo info;
+    grpc::ClientContext started;
+    if (!stub->StartSession(&started, start, &info).ok()) std::abort();
+  }
+};
+
+LockstepServer& lockstepServer() {
+  static LockstepServer server;
+  return server;
+}
+
+// ---------------------------------------------------------------------------------------------
+// UDP
+
+void udpBareEcho(benchmark::State& state) {
+  const int server_fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(server_fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(server_fd, reinterpret_cast<sockaddr*>(&address), &length);
+
+  hilsim::v1::UdpState reply_message;
+  *reply_message.mutable_state() = typicalState();
+  const std::string reply = reply_message.SerializeAsString();
+  std::atomic<bool> stop{false};
+  std::thread echo([&] {
+    std::uint8_t buffer[2048];
+    sockaddr_in peer{};
+    while (!stop.load(std::memory_order_relaxed)) {
+      socklen_t peer_length = sizeof peer;
+      const ssize_t n = ::recvfrom(server_fd, buffer, sizeof buffer, 0,
+                                   reinterpret_cast<sockaddr*>(&peer), &peer_length);
+      if (n <= 0) continue;
+      ::sendto(server_fd, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&peer),
+               peer_length);
+    }
+  });
+
+  // The client side is the same class a controller uses, so both sides of the pair pay the
+  // same client costs (serialize the command, parse the state).
+  hilsim::client::UdpController client("127.0.0.1", ntohs(address.sin_port), 1,
+                                       std::string(16, 'k'));
+  std::vector<double> tau(kNv, 0.5);
+  hilsim::v1::State received;
+  RoundTrips trips;
+  for (auto _ : state) {
+    const Nanoseconds start = monotonicNow();
+    client.send(tau);
+    if (!client.receive(received, std::chrono::seconds(1))) state.SkipWithError("lost");
+    trips.add(monotonicNow() - start);
+  }
+  trips.report(state, "udp/bare_echo");
+  stop = true;
+  client.sync();  // wakes the echo thread
+  echo.join();
+  ::close(server_fd);
+}
+BENCHMARK(udpBareEcho)->Name("udp/bare_echo")->UseRealTime();
+
+void udpLockstep(benchmark::State& state) {
+  LockstepServer& server = lockstepServer();
+  server.newSession();
+  hilsim::client::UdpController client("127.0.0.1", server.udp_port, server.session_id,
+                                       std::string_view(server.udp_token));
+  hilsim::v1::State received;
+  client.sync();
+  if (!client.receive(received, std::chrono::seconds(1))) state.SkipWithError("no sync answer");
+  std::vector<double> tau(kNv, 0.0);
+  RoundTrips trips;
+  for (auto _ : state) {
+    const Nanoseconds start = monotonicNow();
+    const std::uint64_t sequence = client.send(tau, 1);
+    do {
+      if (!client.receive(received, std::chrono::seconds(1))) {
+        state.SkipWithError("lost");
+        break;
+      }
+    } while (received.command_sequence() != sequence);
+    trips.add(monotonicNow() - start);
+  }
+  trips.report(state, "udp/lockstep");
+}
+BENCHMARK(udpLockstep)->Name("udp/lockstep")->UseRealTime();
+
+// ---------------------------------------------------------------------------------------------
+// gRPC
+
+class EchoService final : public hilsim::bench::Echo::CallbackService {
+  grpc::ServerBidiReactor<hilsim::v1::Command, hilsim::v1::State>* Chat(
+      grpc::CallbackServerContext*) override {
+    class Reactor final : public grpc::ServerBidiReactor<hilsim::v1::Command, hilsim::v1::State> {
+     public:
+      Reactor() : reply_(typicalState()) { StartRead(&command_); }
+      void OnReadDone(bool ok) override {
+        if (!ok) {
+          Finish(grpc::Status::OK);
+          return;
+        }
+        reply_.set_command_sequence(command_.sequence());
+        reply_.set_send_time_ns(monotonicNow());
+        StartWrite(&reply_);
+      }
+      void OnWriteDone(bool ok) override {
+        if (ok) {
+          StartRead(&command_);
+        } else {
+          Finish(grpc::Status::CANCELLED);
+        }
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      hilsim::v1::Command command_;
+      hilsim::v1::State reply_;
+    };
+    return new Reactor;
+  }
+};
+
+template <typename Stream>
+void controlLoop(benchmark::State& state, Stream& stream, std::uint64_t session_id,
+                 const std::string& name) {
+  hilsim::v1::Command command;
+  command.set_session_id(session_id);
+  for (int i = 0; i < kNv; ++i) command.add_tau(0.0);
+  command.set_steps(1);
+  hilsim::v1::State received;
+  std::uint64_t sequence = 1;  // 1 was the binding sync
+  RoundTrips trips;
+  for (auto _ : state) {
+    const Nanoseconds start = monotonicNow();
+    command.set_sequence(++sequence);
+    command.set_client_send_time_ns(start);
+    if (!stream.Write(command) || !stream.Read(&received)) {
+      state.SkipWithError("stream ended");
+      break;
+    }
+    trips.add(monotonicNow() - start);
+  }
+  trips.report(state, name);
+}
+
+void grpcBareEcho(benchmark::State& state) {
+  EchoService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  auto stub = hilsim::bench::Echo::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext context;
+    auto stream = stub->Chat(&context);
+    hilsim::v1::Command sync;
+    sync.set_sequence(1);
+    hilsim::v1::State received;
+    stream->Write(sync);
+    stream->Read(&received);
+    controlLoop(state, *stream, 1, "grpc/bare_echo");
+    stream->WritesDone();
+    stream->Finish();
+  }
+  server->Shutdown();
+}
+BENCHMARK(grpcBareEcho)->Name("grpc/bare_echo")->UseRealTime();
+
+void grpcControlLockstep(benchmark::State& state) {
+  LockstepServer& server = lockstepServer();
+  server.newSession();
+  grpc::ClientContext context;
+  auto stream = server.stub->Control(&context);
+  hilsim::v1::Command sync;
+  sync.set_session_id(server.session_id);
+  sync.set_sequence(1);
+  hilsim::v1::State received;
+  if (!stream->Write(sync) || !stream->Read(&received)) state.SkipWithError("no sync answer");
+  controlLoop(state, *stream, server.session_id, "grpc/control_lockstep");
+  stream->WritesDone();
+  stream->Finish();
+}
+BENCHMARK(grpcControlLockstep)->Name("grpc/control_lockstep")->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  const auto& p50 = medians();
+  auto ratio = [&](const char* what, const char* baseline, const char* label) {
+    if (p50.count(what) && p50.count(baseline)) {
+      std::printf("%s: p50 %.1f µs vs bare echo %.1f µs: ratio %.2f (target <= 1.3)\n", label,
+                  p50.at(what), p50.at(baseline), p50.at(what) / p50.at(baseline));
+    }
+  };
+  ratio("udp/lockstep", "udp/bare_echo", "UDP control round trip (lockstep)");
+  ratio("grpc/control_lockstep", "grpc/bare_echo", "gRPC Control round trip (lockstep)");
+  // The in-process server stops with the process; its sessions end here.
+  lockstepServer().server->shutdown();
+  return 0;
+}

@@ -1,0 +1,309 @@
+#include "server/udp_endpoint.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <exception>
+#include <system_error>
+
+namespace hilsim::server {
+
+UdpEndpoint::UdpEndpoint(ServerSession& session, const std::string& address, std::uint16_t port)
+    : session_(session),
+      counters_(session.udpCounters()),
+      mode_(session.mode()),
+      socket_(io_) {
+  asio::error_code ec;
+  const asio::ip::address ip = asio::ip::make_address(address, ec);
+  if (ec) {
+    throw std::system_error(std::make_error_code(std::errc::invalid_argument),
+                            "UDP endpoint: '" + address + "' is not an IP address");
+  }
+  const Endpoint local(ip, port);
+  socket_.open(local.protocol(), ec);
+  if (!ec) socket_.bind(local, ec);
+  if (ec) {
+    throw std::system_error(ec, "UDP endpoint: cannot bind " + address + ":" +
+                                    std::to_string(port));
+  }
+  port_ = socket_.local_endpoint().port();
+  fd_ = socket_.native_handle();
+  message_.mutable_state();  // created once, reused for every state sent
+}
+
+UdpEndpoint::~UdpEndpoint() { stop(); }
+
+void UdpEndpoint::start() {
+  if (started_.exchange(true) || stopped_.load()) return;
+  receiveNext();
+  thread_ = std::thread([this] {
+    try {
+      io_.run();
+    } catch (const std::exception& e) {
+      // handlers report errors through error codes; this is a last line of defence
+      spdlog::error("session {}: UDP endpoint on port {} stopped: {}", session_.id(), port_,
+                    e.what());
+    }
+  });
+  const std::string name = "udp-" + std::to_string(session_.id());
+  pthread_setname_np(thread_.native_handle(), name.substr(0, 15).c_str());
+  session_.addSink(this);
+}
+
+void UdpEndpoint::stop() {
+  if (stopped_.exchange(true)) return;
+  // first no more states from the publisher, then no more datagrams in or out
+  if (started_.load()) session_.removeSink(this);
+  io_.stop();
+  if (thread_.joinable()) thread_.join();
+  asio::error_code ignored;
+  socket_.close(ignored);
+}
+
+void UdpEndpoint::receiveNext() {
+  socket_.async_receive_from(
+      asio::buffer(receive_buffer_), sender_,
+      [this](const asio::error_code& ec, std::size_t bytes) {
+        // stamp first: the receive time is part of the command's age
+        const rt::Nanoseconds now = rt::monotonicNow();
+        if (ec == asio::error::operation_aborted) return;
+        if (!ec) onDatagram(bytes, now);
+        receiveNext();
+      });
+}
+
+void UdpEndpoint::onDatagram(std::size_t bytes, rt::Nanoseconds receive_time) {
+  counters_.received.fetch_add(1, std::memory_order_relaxed);
+  const v1::Command* command = nullptr;
+  Rejection outcome = screen(bytes, &command);
+  if (outcome == Rejection::kNone) outcome = session_.submit(*command, receive_time);
+  counters_.count(outcome);
+  if (outcome == Rejection::kNone) afterAccepted(*command, receive_time);
+}
+
+Rejection UdpEndpoint::screen(std::size_t bytes, const v1::Command** command) {
+  // 1. a datagram longer than one Ethernet frame's payload is refused unparsed
+  if (bytes > kMaxDatagramBytes) return Rejection::kOversize;
+  // 2.
+  std::string_view token;
+  if (!decode(receive_buffer_.data(), bytes, &token) || command_.sequence() == 0) {
+    return Rejection::kMalformed;
+  }
+  // 3, 4
+  if (command_.session_id() != session_.id()) return Rejection::kUnknownSession;
+  if (!session_.tokenMatches(token)) return Rejection::kUnauthenticated;
+  // 5, 6: a source never accepted before has a fresh sequence space
+  if (const Source* source = findSource(sender_)) {
+    const Rejection order = source->gate.check(command_.sequence());
+    if (order != Rejection::kNone) return order;
+  }
+  *command = &command_;
+  return Rejection::kNone;
+}
+
+bool UdpEndpoint::decode(const std::uint8_t* data, std::size_t size, std::string_view* token) {
+  // UdpCommand is { bytes token = 1; Command command = 2; }. Parsing it as a whole would build a
+  // new Command (and a heap string for the 16-byte token) per datagram; instead walk its two
+  // fields: the token stays a view into the receive buffer, the command is parsed into the reused
+  // command_ (whose tau keeps its capacity). Same result as UdpCommand::ParseFromArray: the last
+  // token wins, repeated commands merge, unknown fields are skipped, truncation fails.
+  using google::protobuf::internal::WireFormatLite;
+  constexpr std::uint32_t kTokenTag = WireFormatLite::MakeTag(
+      v1::UdpCommand::kTokenFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  constexpr std::uint32_t kCommandTag = WireFormatLite::MakeTag(
+      v1::UdpCommand::kCommandFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  google::protobuf::io::CodedInputStream in(data, static_cast<int>(size));
+  bool have_command = false;
+  *token = {};
+  for (;;) {
+    const std::uint32_t tag = in.ReadTag();
+    if (tag == 0) break;
+    if (tag != kTokenTag && tag != kCommandTag) {
+      if (!WireFormatLite::SkipField(&in, tag)) return false;
+      continue;
+    }
+    std::uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) return false;
+    const void* body = nullptr;
+    int available = 0;
+    if (!in.GetDirectBufferPointer(&body, &available)) available = 0;
+    if (static_cast<std::uint64_t>(available) < length) return false;  // truncated
+    const auto* bytes = static_cast<const std::uint8_t*>(body);
+    const int n = static_cast<int>(length);
+    if (tag == kTokenTag) {
+      *token = {reinterpret_cast<const char*>(bytes), length};
+    } else if (!have_command) {
+      if (!command_.ParseFromArray(bytes, n)) return false;
+      have_command = true;
+    } else {
+      google::protobuf::io::CodedInputStream part(bytes, n);
+      if (!command_.MergeFromCodedStream(&part)) return false;
+    }
+    if (!in.Skip(n)) return false;
+  }
+  // ReadTag() returns 0 both at the end and on a zero tag: only the former consumed it all
+  return in.ConsumedEntireMessage() && have_command;
+}
+
+UdpEndpoint::Source* UdpEndpoint::findSource(const Endpoint& address) {
+  for (Source& s : sources_) {
+    if (s.in_use && s.address == address) return &s;
+  }
+  return nullptr;
+}
+
+void UdpEndpoint::rememberAccepted(const Endpoint& address, std::uint64_t sequence) {
+  Source* source = findSource(address);
+  if (source == nullptr) {
+    // a free slot, else the least recently accepted source
+    source = &*std::min_element(sources_.begin(), sources_.end(),
+                                [](const Source& a, const Source& b) {
+                                  if (a.in_use != b.in_use) return !a.in_use;
+                                  return a.last_used < b.last_used;
+                                });
+    source->address = address;
+    source->gate.restart();
+    source->in_use = true;
+  }
+  source->gate.accept(sequence);
+  source->last_used = ++accept_counter_;
+}
+
+void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds receive_time) {
+  rememberAccepted(sender_, command.sequence());
+  const bool sync = command.tau_size() == 0;
+  const bool lockstep = mode_ == rt::SessionMode::kLockstep;
+  const bool step_request = sync && lockstep && command.steps() >= 1;
+  // the cycle the step request starts from (commands still queued ahead of it are not counted)
+  const std::uint64_t from_cycle = step_request ? session_.session().latestState().cycle : 0;
+  bool new_peer = false;
+  {
+    std::lock_guard lock(send_mutex_);
+    if (!has_peer_ || peer_ != sender_) {
+      // a new peer: its own sequence space, nothing owed to it yet
+      new_peer = true;
+      peer_ = sender_;
+      has_peer_ = true;
+      newest_command_ = 0;
+      answered_ = 0;
+      step_target_ = 0;
+      has_gap_base_ = false;
+      has_last_sent_ = false;
+    }
+    peer_accepted_at_ = receive_time;
+    if (lockstep && !sync) newest_command_ = command.sequence();
+    if (step_request) step_target_ = std::max(step_target_, from_cycle) + command.steps();
+  }
+  if (new_peer) {
+    spdlog::info("session {}: UDP peer is now {}:{}", session_.id(),
+                 sender_.address().to_string(), sender_.port());
+  }
+
+  if (step_request) {
+    // answered by the publisher once the cycles have run
+    session_.session().requestSteps(command.steps());
+    return;
+  }
+  if (sync) {
+    const rt::StateSnapshot latest = session_.session().latestState();
+    std::lock_guard lock(send_mutex_);
+    sendLocked(latest, sender_, false);
+    return;
+  }
+  if (lockstep) {
+    // the cycle may have run before newest_command_ was set, when the publisher could not yet
+    // know the state was owed: look once more (answered_ keeps it from going out twice)
+    const rt::StateSnapshot latest = session_.session().latestState();
+    std::lock_guard lock(send_mutex_);
+    if (has_peer_ && peer_ == sender_ && owesCommandAnswer(latest)) {
+      answered_ = latest.command_sequence;
+      sendLocked(latest, peer_, false);
+    }
+  }
+}
+
+bool UdpEndpoint::owesCommandAnswer(const rt::StateSnapshot& state) const {
+  return state.command_steps_left == 0 && state.command_sequence > answered_ &&
+         state.command_sequence <= newest_command_;
+}
+
+void UdpEndpoint::onState(const rt::StateSnapshot& state, bool state_changed) {
+  std::lock_guard lock(send_mutex_);
+  // The first call after addSink carries state_changed without a change: only a state that
+  // differs from the one seen before is a life-cycle change.
+  const bool changed = state_changed && has_seen_state_ && state.state != seen_state_;
+  seen_state_ = state.state;
+  has_seen_state_ = true;
+  if (changed && state.state == rt::SessionState::kCreated) {
+    // a reset: cycles restart at 0 and pending step requests were dropped with the session's
+    step_target_ = 0;
+    has_gap_base_ = false;
+  }
+  if (!has_peer_) return;
+  if (rt::monotonicNow() - peer_accepted_at_ > kPeerTimeout) {
+    has_gap_base_ = false;  // a silence ends the run: no gap is counted across it
+    return;
+  }
+  // the peer learns a life-cycle state at once, unless a state it was sent already showed it
+  bool send = state_changed && (has_last_sent_ ? state.state != last_sent_state_ : changed);
+  switch (mode_) {
+    case rt::SessionMode::kRealtime:
+    case rt::SessionMode::kFree:
+      send = true;
+      break;
+    case rt::SessionMode::kLockstep:
+      if (owesCommandAnswer(state)) {
+        answered_ = state.command_sequence;
+        send = true;
+      }
+      if (step_target_ != 0 && state.cycle >= step_target_) {
+        step_target_ = 0;
+        send = true;
+      }
+      break;
+  }
+  // never the same state twice in a row (e.g. a change the network thread's answer showed first)
+  if (has_last_sent_ && state.cycle == last_sent_cycle_ && state.state == last_sent_state_) {
+    send = false;
+  }
+  if (send) sendLocked(state, peer_, true);
+}
+
+void UdpEndpoint::sendLocked(const rt::StateSnapshot& state, const Endpoint& to,
+                             bool from_publisher) {
+  if (from_publisher && mode_ == rt::SessionMode::kRealtime && has_gap_base_ &&
+      state.cycle > gap_base_ + 1) {
+    // cycles published while the previous state was on its way: the newest won
+    counters_.states_skipped.fetch_add(state.cycle - gap_base_ - 1, std::memory_order_relaxed);
+  }
+  if (from_publisher || !has_gap_base_ || state.cycle > gap_base_) {
+    gap_base_ = state.cycle;
+    has_gap_base_ = true;
+  }
+  last_sent_cycle_ = state.cycle;
+  last_sent_state_ = state.state;
+  has_last_sent_ = true;
+
+  v1::State* out = message_.mutable_state();
+  session_.toState(state, out);
+  out->set_send_time_ns(rt::monotonicNow());
+  const std::size_t size = message_.ByteSizeLong();
+  if (size > send_buffer_.size()) {
+    counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  message_.SerializeWithCachedSizesToArray(send_buffer_.data());
+  const ssize_t sent = ::sendto(fd_, send_buffer_.data(), size, MSG_DONTWAIT | MSG_NOSIGNAL,
+                                to.data(), static_cast<socklen_t>(to.size()));
+  if (sent < 0 || static_cast<std::size_t>(sent) != size) {
+    counters_.send_errors.fetch_add(1, std::memory_order_relaxed);  // never wait for room
+    return;
+  }
+  counters_.states_sent.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace hilsim::server

@@ -1,0 +1,598 @@
+// UDP fast path: a session's UdpEndpoint and a UdpController on loopback. The rejection rules of
+// udp.proto (each counted once, never answered, harmless to the controller in charge), the
+// answers per mode (sync, lockstep command, step request, every realtime cycle, free running),
+// the 1 s peer timeout, per-source sequence spaces, and a PD controller closing its loop over UDP.
+
+#include "server/udp_endpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "client/udp_controller.h"
+#include "engine/io/model_loader.h"
+#include "server/server_session.h"
+
+namespace hilsim::server {
+namespace {
+
+using client::UdpController;
+using std::chrono::milliseconds;
+
+constexpr std::uint64_t kSessionId = 0x5eed'0000'0000'0042;
+constexpr ServerSession::Token kToken = {7,  1,  9,   3, 250, 4,  0,  128,
+                                         77, 12, 31, 200, 5,   66, 18, 99};
+/// Long enough for any answer on a loaded 2-core machine; only failures wait this long.
+constexpr milliseconds kWait{2000};
+/// How long a datagram that must not be answered is given to show up anyway: loopback answers
+/// take tens of microseconds, so 100 ms is a wide margin.
+constexpr milliseconds kQuiet{100};
+
+std::shared_ptr<const Model> pendulum() {
+  static const auto model = std::make_shared<const Model>(loadModel("pendulum"));
+  return model;
+}
+
+rt::SessionConfig sessionConfig(rt::SessionMode mode, std::size_t command_capacity) {
+  rt::SessionConfig c;
+  c.model = pendulum();
+  c.mode = mode;
+  c.control_rate = 1000.0;
+  c.command_capacity = command_capacity;
+  c.thread.lock_memory = false;  // tests run unprivileged as well
+  c.name = "udp-test";
+  return c;
+}
+
+std::string tokenString() { return std::string(kToken.begin(), kToken.end()); }
+
+/// One serialized UdpCommand, every field chosen by the caller.
+std::string datagram(std::uint64_t sequence, std::vector<double> tau,
+                     std::uint64_t session_id = kSessionId,
+                     const std::string& token = tokenString(), std::uint32_t steps = 0) {
+  v1::UdpCommand d;
+  if (!token.empty()) d.set_token(token);
+  v1::Command* c = d.mutable_command();
+  c->set_session_id(session_id);
+  c->set_sequence(sequence);
+  c->set_steps(steps);
+  for (const double t : tau) c->add_tau(t);
+  return d.SerializeAsString();
+}
+
+std::span<const std::uint8_t> bytes(const std::string& s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+/// A session with its UDP endpoint on an ephemeral loopback port.
+struct Rig {
+  explicit Rig(rt::SessionMode mode, std::size_t command_capacity = 64)
+      : session(kSessionId, sessionConfig(mode, command_capacity), v1::ModelInfo(),
+                v1::SessionConfig(), kToken),
+        endpoint(session, "127.0.0.1", 0) {
+    session.setUdpPort(endpoint.port());
+    endpoint.start();
+  }
+  std::unique_ptr<UdpController> controller() {
+    return std::make_unique<UdpController>("127.0.0.1", endpoint.port(), kSessionId, kToken);
+  }
+  TransportCounters& udp() { return session.udpCounters(); }
+
+  ServerSession session;
+  UdpEndpoint endpoint;  // after the session: stopped before it goes
+};
+
+/// Polls until `done()` or `timeout`.
+template <typename Done>
+bool eventually(Done done, milliseconds timeout = kWait) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return done();
+}
+
+/// Makes `ctl` the peer of a created session, then starts the session: the controller reads the
+/// sync's answer and the RUNNING state, so that only what the test provokes follows.
+void syncAndStart(Rig& rig, UdpController& ctl, v1::State& s) {
+  ctl.sync();
+  ASSERT_TRUE(ctl.receive(s, kWait));
+  ASSERT_EQ(s.state(), v1::SESSION_STATE_CREATED);
+  ASSERT_TRUE(rig.session.start(nullptr));
+  ASSERT_TRUE(ctl.receive(s, kWait));
+  ASSERT_EQ(s.state(), v1::SESSION_STATE_RUNNING);
+}
+
+std::uint64_t load(const std::atomic<std::uint64_t>& counter) {
+  return counter.load(std::memory_order_relaxed);
+}
+
+std::uint64_t rejected(const TransportCounters& c) {
+  return load(c.oversize) + load(c.malformed) + load(c.unknown_session) +
+         load(c.unauthenticated) + load(c.stale) + load(c.duplicate) + load(c.wrong_size) +
+         load(c.non_finite) + load(c.inactive) + load(c.dropped);
+}
+
+TEST(UdpEndpoint, BindsAnEphemeralPortAndRefusesATakenOne) {
+  Rig rig(rt::SessionMode::kLockstep);
+  EXPECT_NE(rig.endpoint.port(), 0);
+  EXPECT_THROW(UdpEndpoint(rig.session, "127.0.0.1", rig.endpoint.port()), std::system_error);
+  EXPECT_THROW(UdpEndpoint(rig.session, "not-an-address", 0), std::system_error);
+  rig.endpoint.stop();
+  rig.endpoint.stop();  // idempotent
+  // once stopped the port is free again
+  UdpEndpoint again(rig.session, "127.0.0.1", rig.endpoint.port());
+  EXPECT_EQ(again.port(), rig.endpoint.port());
+}
+
+TEST(UdpEndpoint, SyncIsAnsweredAtOnceWithTheNewestState) {
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();
+  v1::State s;
+  const std::int64_t before = rt::monotonicNow();
+  const std::uint64_t seq = ctl->sync();
+  ASSERT_EQ(seq, 1u);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.session_id(), kSessionId);
+  EXPECT_EQ(s.cycle(), 0u);
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_CREATED);
+  EXPECT_EQ(s.q_size(), 1);
+  EXPECT_EQ(s.command_sequence(), 0u);  // a sync is no command
+  EXPECT_GE(s.send_time_ns(), before);
+  EXPECT_GE(s.send_time_ns(), s.publish_time_ns());
+  EXPECT_FALSE(ctl->receive(s, kQuiet));  // exactly one answer
+  EXPECT_EQ(load(rig.udp().received), 1u);
+  EXPECT_EQ(load(rig.udp().accepted), 1u);
+  EXPECT_TRUE(eventually([&] { return load(rig.udp().states_sent) == 1; }));
+}
+
+TEST(UdpEndpoint, LockstepCommandIsAnsweredOnceAfterItsStepsAndAReplayIsADuplicate) {
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  ASSERT_EQ(s.cycle(), 0u);
+
+  const std::vector<double> tau = {0.25};
+  const std::int64_t sent_at = rt::monotonicNow();
+  const std::uint64_t seq = ctl->send(tau, 5);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 5u);
+  EXPECT_EQ(s.command_sequence(), seq);
+  EXPECT_EQ(s.tau(0), 0.25);
+  EXPECT_GE(s.command_client_send_time_ns(), sent_at);
+  EXPECT_GE(s.command_receive_time_ns(), s.command_client_send_time_ns());
+  EXPECT_GE(s.publish_time_ns(), s.command_receive_time_ns());
+  EXPECT_GE(s.send_time_ns(), s.publish_time_ns());
+  EXPECT_FALSE(ctl->receive(s, kQuiet)) << "the 4 intermediate cycles are not sent";
+
+  // the same datagram again: counted as duplicate, not applied, not answered
+  ASSERT_TRUE(ctl->sendRaw(ctl->lastDatagram()));
+  EXPECT_TRUE(eventually([&] { return load(rig.udp().duplicate) == 1; }));
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
+  EXPECT_EQ(rig.session.session().latestState().cycle, 5u);
+
+  // a sync with steps is a step request: answered once the cycles ran, with the old command
+  ctl->sync(3);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 8u);
+  EXPECT_EQ(s.command_sequence(), seq);
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
+
+  // steps 0 means 1
+  const std::uint64_t next = ctl->send(tau);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 9u);
+  EXPECT_EQ(s.command_sequence(), next);
+  EXPECT_EQ(load(rig.udp().accepted), 4u);
+}
+
+TEST(UdpEndpoint, EveryLockstepCommandOfAPingPongControllerIsAnswered) {
+  // the answer's cycle can run before the network thread has noted the command: none may be lost
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  constexpr int kCommands = 400;
+  const std::vector<double> tau = {0.0};
+  for (int k = 1; k <= kCommands; ++k) {
+    const std::uint64_t seq = ctl->send(tau);
+    ASSERT_TRUE(ctl->receive(s, kWait)) << "command " << k;
+    ASSERT_EQ(s.command_sequence(), seq);
+    ASSERT_EQ(s.cycle(), static_cast<std::uint64_t>(k));
+  }
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
+  EXPECT_EQ(load(rig.udp().states_sent), kCommands + 2u);  // and the sync's, the RUNNING one
+  EXPECT_EQ(load(rig.udp().send_errors), 0u);
+}
+
+TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();    // the legitimate controller
+  auto other = rig.controller();  // another source address and port
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+
+  std::uint64_t cycle = 0;
+  std::uint64_t last_accepted = 1;
+  const std::vector<double> tau = {0.1};
+  // The controller in charge keeps working: each command is applied once and answered by the
+  // state of its cycle, and no other state is in the way.
+  auto command = [&] {
+    const std::uint64_t seq = ctl->send(tau);
+    ASSERT_TRUE(ctl->receive(s, kWait));
+    EXPECT_EQ(s.command_sequence(), seq);
+    EXPECT_EQ(s.cycle(), ++cycle);
+    last_accepted = seq;
+  };
+  command();
+
+  TransportCounters expected;
+  auto check = [&](const char* what, std::atomic<std::uint64_t> TransportCounters::*counter) {
+    (expected.*counter).fetch_add(1);
+    EXPECT_TRUE(eventually([&] { return load(rig.udp().*counter) == load(expected.*counter); }))
+        << what;
+    command();
+  };
+  auto from_other = [&](const std::string& d) { ASSERT_TRUE(other->sendRaw(bytes(d))); };
+  auto from_ctl = [&](const std::string& d) { ASSERT_TRUE(ctl->sendRaw(bytes(d))); };
+  const std::uint64_t fresh = 1000;  // above anything accepted: only the rule under test fails
+
+  // 1. oversize: a well-formed command of 200 torques (1657 bytes) is not even parsed
+  from_ctl(datagram(fresh, std::vector<double>(200, 0.0)));
+  check("oversize", &TransportCounters::oversize);
+  from_other(std::string(1473, '\0'));
+  check("oversize by one byte", &TransportCounters::oversize);
+  // 2. malformed
+  from_other(std::string("\xff\xff\xff\xff\xff", 5));
+  check("unparseable", &TransportCounters::malformed);
+  const std::string whole = datagram(fresh, tau);
+  from_ctl(whole.substr(0, whole.size() - 4));
+  check("truncated", &TransportCounters::malformed);
+  from_other("");
+  check("empty", &TransportCounters::malformed);
+  {
+    v1::UdpCommand no_command;
+    no_command.set_token(tokenString());
+    from_other(no_command.SerializeAsString());
+    check("no command", &TransportCounters::malformed);
+  }
+  from_ctl(datagram(0, tau));
+  check("sequence 0", &TransportCounters::malformed);
+  from_ctl(datagram(0, tau, kSessionId + 1, "wrong"));
+  check("sequence 0 before the other rules", &TransportCounters::malformed);
+  // 3. unknown session (checked before the token)
+  from_ctl(datagram(fresh, tau, kSessionId + 1));
+  check("other session", &TransportCounters::unknown_session);
+  from_other(datagram(fresh, tau, 0, ""));
+  check("session 0 without token", &TransportCounters::unknown_session);
+  // 4. unauthenticated (checked before the sequence)
+  from_ctl(datagram(fresh, tau, kSessionId, ""));
+  check("token absent", &TransportCounters::unauthenticated);
+  from_ctl(datagram(fresh, tau, kSessionId, tokenString().substr(0, 15)));
+  check("token of 15 bytes", &TransportCounters::unauthenticated);
+  from_ctl(datagram(fresh, tau, kSessionId, tokenString() + "x"));
+  check("token of 17 bytes", &TransportCounters::unauthenticated);
+  std::string wrong = tokenString();
+  wrong[15] = static_cast<char>(wrong[15] ^ 1);
+  from_ctl(datagram(fresh, tau, kSessionId, wrong));
+  check("wrong token", &TransportCounters::unauthenticated);
+  from_ctl(datagram(1, tau, kSessionId, wrong));
+  check("wrong token before stale", &TransportCounters::unauthenticated);
+  // 5, 6: per source
+  from_ctl(datagram(last_accepted - 1, tau));
+  check("stale", &TransportCounters::stale);
+  ASSERT_TRUE(ctl->sendRaw(ctl->lastDatagram()));
+  check("duplicate", &TransportCounters::duplicate);
+  from_ctl(datagram(last_accepted, {}));
+  check("duplicate sync", &TransportCounters::duplicate);
+  // 7, 8 (the sequences these use up stay free: a rejection never advances the gate)
+  ctl->send(std::vector<double>{0.1, 0.2});
+  check("wrong size", &TransportCounters::wrong_size);
+  ctl->send(std::vector<double>{std::numeric_limits<double>::quiet_NaN()});
+  check("NaN", &TransportCounters::non_finite);
+  ctl->send(std::vector<double>{-std::numeric_limits<double>::infinity()});
+  check("infinity", &TransportCounters::non_finite);
+  from_ctl(datagram(last_accepted + 1, {0.1, std::nan("")}));
+  check("wrong size before NaN", &TransportCounters::wrong_size);
+
+  const TransportCounters& got = rig.udp();
+  EXPECT_EQ(load(got.oversize), 2u);
+  EXPECT_EQ(load(got.malformed), 6u);
+  EXPECT_EQ(load(got.unknown_session), 2u);
+  EXPECT_EQ(load(got.unauthenticated), 5u);
+  EXPECT_EQ(load(got.stale), 1u);
+  EXPECT_EQ(load(got.duplicate), 2u);
+  EXPECT_EQ(load(got.wrong_size), 2u);
+  EXPECT_EQ(load(got.non_finite), 2u);
+  EXPECT_EQ(load(got.inactive) + load(got.dropped), 0u);
+  EXPECT_EQ(load(got.accepted), cycle + 1);  // the sync and one command per check
+  EXPECT_EQ(load(got.received), load(got.accepted) + rejected(got));
+  // never answered: not to the other source, and nothing extra to the controller
+  EXPECT_FALSE(other->receive(s, milliseconds(0)));
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
+  EXPECT_EQ(rig.session.session().latestState().cycle, cycle);
+}
+
+TEST(UdpEndpoint, AFullCommandChannelDropsAndTheRestIsApplied) {
+  // a lockstep session that has not started queues commands without running them
+  Rig rig(rt::SessionMode::kLockstep, 4);
+  auto ctl = rig.controller();
+  const std::vector<double> tau = {0.0};
+  for (int k = 0; k < 5; ++k) ctl->send(tau);
+  ASSERT_TRUE(eventually([&] { return load(rig.udp().received) == 5; }));
+  EXPECT_EQ(load(rig.udp().accepted), 4u);
+  EXPECT_EQ(load(rig.udp().dropped), 1u);
+  v1::State s;
+  EXPECT_FALSE(ctl->receive(s, kQuiet)) << "nothing to answer before a cycle runs";
+  ASSERT_TRUE(rig.session.start(nullptr));
+  ASSERT_TRUE(rig.session.session().waitForCycle(4, rt::kNanosecondsPerSecond));
+  std::uint64_t newest = 0;
+  while (ctl->receive(s, kQuiet)) newest = std::max(newest, s.command_sequence());
+  EXPECT_EQ(newest, 4u) << "commands 1 to 4 ran; 5 was dropped";
+  EXPECT_EQ(rig.session.session().latestState().cycle, 4u);
+}
+
+TEST(UdpEndpoint, LifeCycleChangesReachThePeerAtOnceAndAStoppedSessionRefuses) {
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  ASSERT_TRUE(rig.session.pause(nullptr));
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_PAUSED);
+  ASSERT_TRUE(rig.session.start(nullptr));
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_RUNNING);
+  ASSERT_TRUE(rig.session.stop(nullptr));
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_STOPPED);
+
+  ctl->send(std::vector<double>{0.5});
+  ctl->sync();
+  EXPECT_TRUE(eventually([&] { return load(rig.udp().inactive) == 2; }));
+  EXPECT_FALSE(ctl->receive(s, kQuiet)) << "an inactive session answers nothing";
+  EXPECT_EQ(rig.session.session().latestState().command_sequence, 0u);
+
+  // a reset makes it CREATED again at cycle 0; the sequence space carries on
+  rig.session.reset();
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_CREATED);
+  EXPECT_EQ(s.cycle(), 0u);
+  ctl->sync();
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(load(rig.udp().inactive), 2u);
+}
+
+TEST(UdpEndpoint, SequenceGatesAreKeptForTheSixteenNewestSources) {
+  Rig rig(rt::SessionMode::kLockstep);
+  v1::State s;
+  std::vector<std::unique_ptr<UdpController>> controllers;
+  for (std::size_t k = 0; k <= UdpEndpoint::kMaxSources; ++k) {
+    controllers.push_back(rig.controller());
+    controllers.back()->sync();
+    ASSERT_TRUE(controllers.back()->receive(s, kWait));
+  }
+  // the second source is among the 16 newest: its replay is a duplicate
+  UdpController& kept = *controllers[1];
+  ASSERT_TRUE(kept.sendRaw(kept.lastDatagram()));
+  ASSERT_TRUE(eventually([&] { return load(rig.udp().duplicate) == 1; }));
+  EXPECT_FALSE(kept.receive(s, kQuiet));
+  // the first was forgotten when the 17th came: it starts a new sequence space
+  UdpController& forgotten = *controllers[0];
+  ASSERT_TRUE(forgotten.sendRaw(forgotten.lastDatagram()));
+  ASSERT_TRUE(forgotten.receive(s, kWait));
+  EXPECT_EQ(load(rig.udp().accepted), UdpEndpoint::kMaxSources + 2);
+}
+
+TEST(UdpEndpoint, ARestartedControllerStartsAgainAtOne) {
+  Rig rig(rt::SessionMode::kLockstep);
+  v1::State s;
+  const std::vector<double> tau = {0.0};
+  std::uint16_t first_port = 0;
+  {
+    auto first = rig.controller();
+    first_port = first->localPort();
+    ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *first, s));
+    for (int k = 0; k < 5; ++k) {
+      first->send(tau);
+      ASSERT_TRUE(first->receive(s, kWait));
+    }
+    EXPECT_EQ(s.command_sequence(), 6u);
+  }
+  auto second = rig.controller();
+  ASSERT_NE(second->localPort(), first_port);
+  EXPECT_EQ(second->sync(), 1u);
+  ASSERT_TRUE(second->receive(s, kWait)) << "a new source is a new sequence space";
+  EXPECT_EQ(s.cycle(), 5u);
+  EXPECT_EQ(second->send(tau), 2u);
+  ASSERT_TRUE(second->receive(s, kWait));
+  EXPECT_EQ(s.command_sequence(), 2u);
+  EXPECT_EQ(s.cycle(), 6u);
+  EXPECT_EQ(load(rig.udp().stale) + load(rig.udp().duplicate), 0u);
+}
+
+TEST(UdpEndpoint, RealtimePeerReceivesEveryCycleAndItsCommandsApplyWithinAFewCycles) {
+  Rig rig(rt::SessionMode::kRealtime);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+
+  // answer every state with a command, as a 1 kHz controller does
+  constexpr int kStates = 500;
+  std::map<std::uint64_t, std::uint64_t> sent_after;  // sequence → cycle of the state it answers
+  std::vector<std::uint64_t> lags;                    // cycles until a command shows up
+  std::vector<std::uint64_t> cycles = {s.cycle()};
+  const std::vector<double> tau = {0.0};
+  std::uint64_t applied = 0;
+  for (int k = 0; k < kStates; ++k) {
+    ASSERT_TRUE(ctl->receive(s, milliseconds(500))) << "state " << k;
+    cycles.push_back(s.cycle());
+    if (s.command_sequence() > applied) {
+      applied = s.command_sequence();
+      const auto it = sent_after.find(applied);
+      ASSERT_NE(it, sent_after.end());
+      lags.push_back(s.cycle() - it->second);
+      EXPECT_LE(s.command_receive_time_ns(), s.publish_time_ns());
+      EXPECT_LE(s.publish_time_ns(), s.send_time_ns());
+    }
+    sent_after[ctl->send(tau)] = s.cycle();
+  }
+  // pause: the last states go out, then the stream holds still
+  ASSERT_TRUE(rig.session.pause(nullptr));
+  while (ctl->receive(s, kQuiet)) cycles.push_back(s.cycle());
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_PAUSED);
+
+  // commands: almost every one applied (two in one period supersede), most at the next cycle
+  ASSERT_GE(lags.size(), static_cast<std::size_t>(kStates * 0.8));
+  std::sort(lags.begin(), lags.end());
+  EXPECT_GE(lags.front(), 1u) << "applied at a cycle that starts after the state it answers";
+  EXPECT_LE(lags[lags.size() / 2], 3u) << "median command lag in cycles";
+  // states: every gap in the cycles the peer saw was counted as skipped by the server (loopback
+  // loses nothing); the sync's answer may repeat a cycle
+  std::uint64_t missing = 0;
+  std::uint64_t newest = cycles.front();
+  for (const std::uint64_t c : cycles) {
+    if (c > newest + 1) missing += c - newest - 1;
+    newest = std::max(newest, c);
+  }
+  EXPECT_EQ(missing, load(rig.udp().states_skipped));
+  EXPECT_LE(missing, static_cast<std::uint64_t>(kStates / 10)) << "the publisher keeps up";
+  EXPECT_EQ(load(rig.udp().send_errors), 0u);
+  EXPECT_EQ(load(rig.udp().accepted), kStates + 1u);
+}
+
+TEST(UdpEndpoint, PeerGoesInactiveAfterOneSecondOfSilence) {
+  Rig rig(rt::SessionMode::kRealtime);
+  ASSERT_TRUE(rig.session.start(nullptr));
+  auto ctl = rig.controller();
+  v1::State s;
+  const std::int64_t synced_at = rt::monotonicNow();
+  ctl->sync();
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  // the server received the sync before it sent this answer: the 1 s count started earlier
+  const std::int64_t answered_at = s.send_time_ns();
+  std::int64_t last_send = 0;
+  int received = 0;
+  // read until the states stop for 300 ms
+  while (ctl->receive(s, milliseconds(300))) {
+    last_send = s.send_time_ns();
+    ++received;
+  }
+  const std::int64_t quiet_at = rt::monotonicNow();
+  const std::int64_t second = rt::kNanosecondsPerSecond;
+  const std::int64_t ms = 1'000'000;
+  EXPECT_GT(received, 100) << "states flow while the peer is active";
+  // a state is sent only if its cycle ended within 1 s of the sync's arrival; 50 ms for the
+  // publisher being preempted between that check and the send-time stamp
+  EXPECT_LE(last_send, answered_at + second + 50 * ms) << "nothing after the 1 s timeout";
+  // 200 ms for a starved publisher (the states of the last cycles may come late or not at all)
+  EXPECT_GE(last_send, synced_at + second - 200 * ms) << "states until the timeout";
+  EXPECT_GT(quiet_at, synced_at + second);
+  const std::uint64_t sent = load(rig.udp().states_sent);
+  std::this_thread::sleep_for(kQuiet);
+  EXPECT_EQ(load(rig.udp().states_sent), sent);
+
+  // any accepted datagram makes it active again
+  ctl->sync();
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_GT(s.send_time_ns(), quiet_at);
+}
+
+TEST(UdpEndpoint, FreeModeSendsTheNewestStateContinually) {
+  Rig rig(rt::SessionMode::kFree);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  std::uint64_t previous = s.cycle();
+  int newer = 0;
+  for (int k = 0; k < 100; ++k) {
+    ASSERT_TRUE(ctl->receive(s, kWait));
+    if (s.cycle() > previous) ++newer;
+    previous = std::max(previous, s.cycle());
+  }
+  EXPECT_GE(newer, 98) << "each state newer than the last (the sync's answer may repeat one)";
+}
+
+TEST(UdpEndpoint, PdControllerOverUdpReachesItsTarget) {
+  // the pendulum (m = 1 kg, L = 1 m: (m L²) q̈ = τ − m g L sin q) held at 0.5 rad by PD
+  // plus gravity compensation at 1 kHz: ω = √kp = 7 rad/s, ζ = kd / (2 ω) ≈ 0.7, settled in
+  // ≈ 1 s; one or two cycles of loop delay (1–2 ms) are small against 1/ω ≈ 140 ms
+  Rig rig(rt::SessionMode::kRealtime);
+  ASSERT_TRUE(rig.session.start(nullptr));
+  auto ctl = rig.controller();
+  constexpr double kTarget = 0.5, kp = 49.0, kd = 10.0, kGravity = 9.81;
+  v1::State s;
+  ctl->sync();
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  std::vector<double> tau(1);
+  std::uint64_t start = s.cycle();
+  while (s.cycle() < start + 1500) {
+    tau[0] = kp * (kTarget - s.q(0)) - kd * s.v(0) + kGravity * std::sin(s.q(0));
+    ctl->send(tau);
+    ASSERT_TRUE(ctl->receive(s, milliseconds(500)));
+  }
+  EXPECT_NEAR(s.q(0), kTarget, 0.01);
+  EXPECT_NEAR(s.v(0), 0.0, 0.05);
+  EXPECT_FALSE(s.watchdog_tripped());
+}
+
+TEST(UdpController, RejectsATokenThatIsNot16Bytes) {
+  EXPECT_THROW(UdpController("127.0.0.1", 9, 1, std::string_view("short")),
+               std::invalid_argument);
+  UdpController ok("127.0.0.1", 9, 1, std::string_view(tokenString()));
+  EXPECT_NE(ok.localPort(), 0);
+  EXPECT_EQ(ok.nextSequence(), 1u);
+}
+
+TEST(UdpController, SkipsDatagramsThatAreNotStates) {
+  // a stand-in server: a plain socket the controller talks to
+  asio::io_context io;
+  asio::ip::udp::socket server(io,
+                               asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  UdpController ctl("127.0.0.1", server.local_endpoint().port(), kSessionId, kToken);
+  ctl.sync();
+  std::array<std::uint8_t, 2048> in{};
+  asio::ip::udp::endpoint from;
+  const std::size_t n = server.receive_from(asio::buffer(in), from);
+  v1::UdpCommand got;
+  ASSERT_TRUE(got.ParseFromArray(in.data(), static_cast<int>(n)));
+  EXPECT_EQ(got.token(), tokenString());
+  EXPECT_EQ(got.command().session_id(), kSessionId);
+  EXPECT_EQ(got.command().sequence(), 1u);
+  EXPECT_EQ(got.command().tau_size(), 0);
+
+  v1::UdpState good;
+  good.mutable_state()->set_cycle(42);
+  good.mutable_state()->add_q(1.5);
+  const std::string good_bytes = good.SerializeAsString();
+  server.send_to(asio::buffer(std::string("\xff\xff\xff", 3)), from);
+  server.send_to(asio::buffer(good_bytes.substr(0, good_bytes.size() - 3)), from);
+  server.send_to(asio::buffer(std::string()), from);  // no state in it
+  server.send_to(asio::buffer(good_bytes), from);
+  v1::State s;
+  ASSERT_TRUE(ctl.receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 42u);
+  ASSERT_EQ(s.q_size(), 1);
+  EXPECT_EQ(s.q(0), 1.5);
+  EXPECT_EQ(ctl.stats().parse_errors, 3u);
+  EXPECT_EQ(ctl.stats().received, 1u);
+  EXPECT_FALSE(ctl.receive(s, milliseconds(10)));
+  EXPECT_EQ(ctl.stats().timeouts, 1u);
+  EXPECT_EQ(ctl.stats().sent, 1u);
+}
+
+}  // namespace
+}  // namespace hilsim::server
