@@ -131,14 +131,19 @@ void ServerSession::close() {
   std::lock_guard lock(sinks_mutex_);
   std::vector<StateSink*> sinks;
   sinks.swap(sinks_);
-  sinks.insert(sinks.end(), new_sinks_.begin(), new_sinks_.end());
-  new_sinks_.clear();
+  {
+    std::lock_guard pending(new_sinks_mutex_);
+    sinks.insert(sinks.end(), new_sinks_.begin(), new_sinks_.end());
+    new_sinks_.clear();
+  }
   for (StateSink* sink : sinks) sink->onClosed();
 }
 
 void ServerSession::addSink(StateSink* sink) {
   {
-    std::lock_guard lock(sinks_mutex_);
+    // Only the small list of new sinks: a caller may hold a lock that the sink's own onState
+    // takes, which the publisher calls with sinks_mutex_ held.
+    std::lock_guard lock(new_sinks_mutex_);
     if (!closed()) {
       new_sinks_.push_back(sink);
       sink = nullptr;
@@ -154,6 +159,7 @@ void ServerSession::addSink(StateSink* sink) {
 void ServerSession::removeSink(StateSink* sink) {
   std::lock_guard lock(sinks_mutex_);
   std::erase(sinks_, sink);
+  std::lock_guard pending(new_sinks_mutex_);
   std::erase(new_sinks_, sink);
 }
 
@@ -198,10 +204,14 @@ void ServerSession::publisherMain() {
     snapshot.state = current;
 
     std::lock_guard lock(sinks_mutex_);
-    for (StateSink* sink : new_sinks_) sink->onState(snapshot, true);
-    sinks_.insert(sinks_.end(), new_sinks_.begin(), new_sinks_.end());
-    const std::size_t added = new_sinks_.size();
-    new_sinks_.clear();
+    const std::size_t before = sinks_.size();
+    {
+      std::lock_guard pending(new_sinks_mutex_);
+      sinks_.insert(sinks_.end(), new_sinks_.begin(), new_sinks_.end());
+      new_sinks_.clear();
+    }
+    const std::size_t added = sinks_.size() - before;
+    for (std::size_t i = before; i < sinks_.size(); ++i) sinks_[i]->onState(snapshot, true);
     if (changed || fresh) {
       for (std::size_t i = 0; i + added < sinks_.size(); ++i) sinks_[i]->onState(snapshot, changed);
     }

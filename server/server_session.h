@@ -134,6 +134,8 @@ class ServerSession {
   // so that a sink may remove itself from within its own call.
   std::recursive_mutex sinks_mutex_;
   std::vector<StateSink*> sinks_;
+  // Lock order: sinks_mutex_, then new_sinks_mutex_; addSink takes only the latter.
+  std::mutex new_sinks_mutex_;
   std::vector<StateSink*> new_sinks_;  // get the current state on the next publisher pass
   std::mutex wake_mutex_;
   std::condition_variable wake_;

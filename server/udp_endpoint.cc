@@ -10,6 +10,8 @@
 #include <exception>
 #include <system_error>
 
+#include "rt/futex.h"
+
 namespace hilsim::server {
 
 UdpEndpoint::UdpEndpoint(ServerSession& session, const std::string& address, std::uint16_t port)
@@ -33,6 +35,30 @@ UdpEndpoint::UdpEndpoint(ServerSession& session, const std::string& address, std
   port_ = socket_.local_endpoint().port();
   fd_ = socket_.native_handle();
   message_.mutable_state();  // created once, reused for every state sent
+  // queued commands, the one being applied, and one more in flight
+  owed_.resize(session.session().config().command_capacity + 2);
+}
+
+void UdpEndpoint::oweAnswer(std::uint64_t sequence) {
+  if (owed_count_ == owed_.size()) {  // cannot be answered any more: the oldest was dropped
+    owed_head_ = (owed_head_ + 1) % owed_.size();
+    --owed_count_;
+    counters_.states_skipped.fetch_add(1, std::memory_order_relaxed);
+  }
+  owed_[(owed_head_ + owed_count_) % owed_.size()] = sequence;
+  ++owed_count_;
+}
+
+void UdpEndpoint::markAnswered(std::uint64_t sequence) {
+  answered_ = sequence;
+  std::uint64_t covered = 0;
+  while (owed_count_ > 0 && owed_[owed_head_] <= sequence) {
+    owed_head_ = (owed_head_ + 1) % owed_.size();
+    --owed_count_;
+    ++covered;
+  }
+  // a pipelining controller: one state answered several commands, the others' were never sent
+  if (covered > 1) counters_.states_skipped.fetch_add(covered - 1, std::memory_order_relaxed);
 }
 
 UdpEndpoint::~UdpEndpoint() { stop(); }
@@ -190,12 +216,16 @@ void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds rece
       has_peer_ = true;
       newest_command_ = 0;
       answered_ = 0;
+      owed_count_ = 0;
       step_target_ = 0;
       has_gap_base_ = false;
       has_last_sent_ = false;
     }
     peer_accepted_at_ = receive_time;
-    if (lockstep && !sync) newest_command_ = command.sequence();
+    if (lockstep && !sync) {
+      newest_command_ = command.sequence();
+      oweAnswer(command.sequence());
+    }
     if (step_request) step_target_ = std::max(step_target_, from_cycle) + command.steps();
   }
   if (new_peer) {
@@ -215,13 +245,30 @@ void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds rece
     return;
   }
   if (lockstep) {
-    // the cycle may have run before newest_command_ was set, when the publisher could not yet
-    // know the state was owed: look once more (answered_ keeps it from going out twice)
-    const rt::StateSnapshot latest = session_.session().latestState();
-    std::lock_guard lock(send_mutex_);
-    if (has_peer_ && peer_ == sender_ && owesCommandAnswer(latest)) {
-      answered_ = latest.command_sequence;
-      sendLocked(latest, peer_, false);
+    // The answer usually follows within microseconds: this thread, idle until the next
+    // datagram anyway, watches for it up to lockstep_spin and sends it itself, which saves the
+    // publisher's wake-up. Later answers are the publisher's. The first look also covers a cycle
+    // that ran before newest_command_ was set, when the publisher could not yet know the state
+    // was owed (answered_ keeps a state from going out twice).
+    const rt::Session& rt_session = session_.session();
+    const rt::Nanoseconds until = rt::monotonicNow() + rt_session.config().lockstep_spin;
+    std::uint64_t looked_at = ~std::uint64_t{0};
+    for (;;) {
+      const std::uint64_t cycle = rt_session.publishedCycle();
+      if (cycle != looked_at) {
+        looked_at = cycle;
+        const rt::StateSnapshot latest = session_.session().latestState();
+        std::lock_guard lock(send_mutex_);
+        if (!(has_peer_ && peer_ == sender_)) return;
+        if (owesCommandAnswer(latest)) {
+          markAnswered(latest.command_sequence);
+          sendLocked(latest, peer_, false);
+          return;
+        }
+        if (answered_ >= command.sequence()) return;  // the publisher was first
+      }
+      if (rt::monotonicNow() >= until) return;
+      rt::cpuRelax();
     }
   }
 }
@@ -241,6 +288,7 @@ void UdpEndpoint::onState(const rt::StateSnapshot& state, bool state_changed) {
   if (changed && state.state == rt::SessionState::kCreated) {
     // a reset: cycles restart at 0 and pending step requests were dropped with the session's
     step_target_ = 0;
+    owed_count_ = 0;  // discarded with the command channel: nothing is owed any more
     has_gap_base_ = false;
   }
   if (!has_peer_) return;
@@ -257,7 +305,7 @@ void UdpEndpoint::onState(const rt::StateSnapshot& state, bool state_changed) {
       break;
     case rt::SessionMode::kLockstep:
       if (owesCommandAnswer(state)) {
-        answered_ = state.command_sequence;
+        markAnswered(state.command_sequence);
         send = true;
       }
       if (step_target_ != 0 && state.cycle >= step_target_) {
@@ -307,3 +355,4 @@ void UdpEndpoint::sendLocked(const rt::StateSnapshot& state, const Endpoint& to,
 }
 
 }  // namespace hilsim::server
+

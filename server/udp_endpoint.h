@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <string_view>
 #include <thread>
 
@@ -122,6 +123,12 @@ class UdpEndpoint final : public StateSink {
   std::uint64_t newest_command_ = 0;
   std::uint64_t answered_ = 0;
   std::uint64_t step_target_ = 0;
+  // The owed commands' sequences, oldest first (a ring sized once from the command channel's
+  // capacity): one state answering several of them counts the others as states_skipped.
+  std::vector<std::uint64_t> owed_;
+  std::size_t owed_head_ = 0, owed_count_ = 0;
+  void oweAnswer(std::uint64_t sequence);
+  void markAnswered(std::uint64_t sequence);
   // REALTIME: the newest cycle sent in this run; a jump past it counts states_skipped.
   std::uint64_t gap_base_ = 0;
   bool has_gap_base_ = false;

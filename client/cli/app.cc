@@ -1,6 +1,7 @@
 #include "client/cli/app.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <new>
@@ -10,7 +11,9 @@
 #include <spdlog/spdlog.h>
 
 #include "client/cli/commands.h"
+#include "client/cli/latency.h"
 #include "client/cli/rt_probe.h"
+#include "client/cli/session_commands.h"
 #include "client/cli/text.h"
 #include "engine/io/model_loader.h"
 
@@ -30,6 +33,25 @@ double numberOption(const std::string& text, const std::string& option_name) {
   return *value;
 }
 
+std::string environmentOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+/// --server, --token, --tls, --tls-ca and --json of the commands that talk to a server.
+void addServerOptions(CLI::App* command, ServerOptions& server) {
+  command->add_option("--server", server.server,
+                      "Server's gRPC address host:port (env HILSIM_SERVER)")
+      ->capture_default_str();
+  command->add_option("--token", server.client.access_token,
+                      "Access token sent as 'authorization: Bearer' (env HILSIM_ACCESS_TOKEN)");
+  command->add_flag("--tls", server.client.tls, "Connect with TLS (system root certificates)");
+  command->add_option("--tls-ca", server.client.tls_root_ca_file,
+                      "Root certificate (PEM) to check the server's TLS certificate; "
+                      "implies --tls");
+  command->add_flag("--json", server.json, "Print the response message as JSON");
+}
+
 std::string defaultModelOrEmpty() {
   try {
     return defaultModelName();
@@ -44,8 +66,9 @@ std::string versionString() { return std::string("hilsim ") + HILSIM_VERSION; }
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
-    CLI::App app("hilsim: offline tools of the hilsim multibody simulation service "
-                 "(model info, batch dynamics, simulation). See docs/CLI.md.",
+    CLI::App app("hilsim: the command-line client of the hilsim multibody simulation service "
+                 "(model info, batch dynamics, simulation, sessions on a server, latency). See "
+                 "docs/CLI.md.",
                  "hilsim");
     app.set_version_flag("--version", versionString());
     app.require_subcommand(1);
@@ -128,13 +151,88 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     probe->add_flag("--no-mlock", probe_no_mlock, "Do not lock memory (mlockall)");
     probe->add_flag("--json", probe_json, "Print one JSON document (times in ns)");
 
+    // hilsim session …
+    ServerOptions server;
+    server.server = environmentOr("HILSIM_SERVER", server.server);
+    server.client.access_token = environmentOr("HILSIM_ACCESS_TOKEN", "");
+    CLI::App* session = app.add_subcommand(
+        "session", "Manage a server's sessions: create, start, pause, stop, reset, close, list, "
+                   "get, stats");
+    session->require_subcommand(1);
+    CreateOptions create;
+    std::string create_rate, session_id_text;
+    CLI::App* session_create = session->add_subcommand("create", "Create a session");
+    session_create->add_option("-m,--model", create.model, "Bundled model name")->required();
+    session_create->add_option("--mode", create.mode, "realtime, lockstep or free")
+        ->capture_default_str();
+    session_create->add_option("-r,--rate", create_rate,
+                               "Control rate [Hz], 100 to 10000 (default: the server's)")
+        ->type_name("HZ");
+    session_create->add_option("--substeps", create.substeps,
+                               "Physics steps per control cycle, 1 to 1000 "
+                               "(default: the server's)");
+    session_create->add_option("-s,--solver", create.solver, "aba or crba");
+    session_create->add_option("-I,--integrator", create.integrator, "rk4 or euler");
+    session_create->add_option("--watchdog", create.watchdog, "hold, zero, damping or fault");
+    session_create->add_flag("--start", create.start, "Start the session at once");
+    addServerOptions(session_create, server);
+    std::vector<CLI::App*> session_actions;
+    for (const char* action : {"start", "pause", "stop", "reset", "close", "get", "stats"}) {
+      const std::string help =
+          std::string(action) == "get"     ? "Show a session: configuration, model, newest state"
+          : std::string(action) == "stats" ? "Show a session's statistics"
+          : std::string(action) == "close" ? "Stop and remove a session; print its final statistics"
+                                           : std::string("Send ") + action + " to a session";
+      CLI::App* command = session->add_subcommand(action, help);
+      command->add_option("ID", session_id_text, "Session id")->required();
+      addServerOptions(command, server);
+      session_actions.push_back(command);
+    }
+    CLI::App* session_list = session->add_subcommand("list", "List the server's sessions");
+    addServerOptions(session_list, server);
+
+    // hilsim latency
+    LatencyOptions latency_options;
+    std::string latency_rate = "1000", latency_duration = "10", latency_session;
+    bool latency_same_host = false, latency_other_host = false;
+    CLI::App* latency = app.add_subcommand(
+        "latency", "Run a controller loop against a server over UDP or gRPC and report round "
+                   "trip, command age, loss and drift");
+    addServerOptions(latency, server);
+    latency->add_option("--transport", latency_options.transport, "udp or grpc")
+        ->capture_default_str();
+    latency->add_option("-r,--rate", latency_rate, "Controller rate [Hz] (and the new session's)")
+        ->capture_default_str()
+        ->type_name("HZ");
+    latency->add_option("-T,--duration", latency_duration, "Seconds, > 0 and <= 3600")
+        ->capture_default_str()
+        ->type_name("SECONDS");
+    latency->add_option("-m,--model", latency_options.model,
+                        "Bundled model of the new session (default: the server's default)");
+    latency->add_option("--mode", latency_options.mode, "realtime or lockstep")
+        ->capture_default_str();
+    latency->add_option("--session", latency_session,
+                        "Use this running session instead of creating one");
+    latency->add_option("--udp-token", latency_options.udp_token_hex,
+                        "The session's UDP token in hex (with --session over UDP)");
+    latency->add_option("--csv", latency_options.csv, "Write one row per command to this file");
+    latency->add_option("--svg", latency_options.svg,
+                        "Write a chart (histogram and time series) to this SVG file");
+    latency->add_flag("--same-host", latency_same_host,
+                      "Client and server share a clock: report one-way times (default: when the "
+                      "server is on 127.0.0.1, ::1 or localhost)");
+    latency->add_flag("--other-host", latency_other_host,
+                      "Client and server clocks differ: no one-way times");
+
     // a first word that is neither an option nor a command: say so (CLI11 would only say that a
     // command is required)
     if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
         args.front() != "info" && args.front() != "models" && args.front() != "eval" &&
-        args.front() != "simulate" && args.front() != "rt-probe") {
+        args.front() != "simulate" && args.front() != "rt-probe" && args.front() != "session" &&
+        args.front() != "latency") {
       throw CliError("unknown command '" + args.front() +
-                         "' (expected info, models, eval, simulate or rt-probe; see hilsim --help)",
+                         "' (expected info, models, eval, simulate, rt-probe, session or latency; "
+                         "see hilsim --help)",
                      kExitUsage);
     }
 
@@ -202,6 +300,37 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       options.model = loadModelOrThrow(probe_model);
       options.model_name = probe_model;
       writeProbeReport(rt::runJitterProbe(options), probe_json, out);
+    } else if (session->parsed()) {
+      if (!server.client.tls_root_ca_file.empty()) server.client.tls = true;
+      if (session_create->parsed()) {
+        if (!create_rate.empty()) create.rate = numberOption(create_rate, "--rate");
+        sessionCreate(server, create, out);
+      } else if (session_list->parsed()) {
+        sessionList(server, out);
+      } else {
+        for (CLI::App* command : session_actions) {
+          if (!command->parsed()) continue;
+          const std::uint64_t id = parseSessionId(session_id_text);
+          const std::string action = command->get_name();
+          if (action == "get") sessionGet(server, id, out);
+          else if (action == "stats") sessionStats(server, id, out);
+          else sessionAction(server, action, id, out);
+        }
+      }
+    } else if (latency->parsed()) {
+      if (!server.client.tls_root_ca_file.empty()) server.client.tls = true;
+      if (latency_same_host && latency_other_host) {
+        throw CliError("--same-host and --other-host exclude each other", kExitUsage);
+      }
+      latency_options.server = server.server;
+      latency_options.client = server.client;
+      latency_options.json = server.json;
+      latency_options.rate = numberOption(latency_rate, "--rate");
+      latency_options.duration = numberOption(latency_duration, "--duration");
+      if (!latency_session.empty()) latency_options.session_id = parseSessionId(latency_session);
+      if (latency_same_host) latency_options.same_host = true;
+      if (latency_other_host) latency_options.same_host = false;
+      latencyCommand(latency_options, out);
     }
     out.flush();
     return kExitOk;

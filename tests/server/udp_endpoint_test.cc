@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -215,6 +216,28 @@ TEST(UdpEndpoint, EveryLockstepCommandOfAPingPongControllerIsAnswered) {
   EXPECT_FALSE(ctl->receive(s, kQuiet));
   EXPECT_EQ(load(rig.udp().states_sent), kCommands + 2u);  // and the sync's, the RUNNING one
   EXPECT_EQ(load(rig.udp().send_errors), 0u);
+}
+
+TEST(UdpEndpoint, APipeliningLockstepControllerGetsEveryCommandAnsweredOrCountedSkipped) {
+  // Commands sent without waiting for answers: a state may answer several (newest wins); each
+  // command is then either answered or counted in states_skipped, never silently lost.
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  constexpr int kCommands = 200;
+  const std::vector<double> tau = {0.0};
+  std::uint64_t last = 0;
+  for (int k = 1; k <= kCommands; ++k) last = ctl->send(tau);
+  std::set<std::uint64_t> answered;
+  while (ctl->receive(s, kQuiet)) {
+    if (s.command_sequence() != 0) answered.insert(s.command_sequence());
+    if (s.command_sequence() == last) break;
+  }
+  ASSERT_EQ(s.command_sequence(), last);
+  EXPECT_EQ(s.cycle(), static_cast<std::uint64_t>(kCommands));
+  EXPECT_EQ(answered.size() + load(rig.udp().states_skipped),
+            static_cast<std::uint64_t>(kCommands));
 }
 
 TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {

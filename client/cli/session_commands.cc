@@ -1,0 +1,357 @@
+#include "client/cli/session_commands.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string_view>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "client/cli/app.h"
+#include "client/cli/latency.h"
+#include "client/cli/text.h"
+
+namespace hilsim::cli {
+namespace {
+
+/// The enum value's name without its prefix, lower case: "SESSION_MODE_LOCKSTEP" → "lockstep".
+std::string shortName(const std::string& name, std::string_view prefix) {
+  std::string out = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, pattern, value);
+  return buffer;
+}
+
+std::string micros(double ns) { return format("%.2f", ns * 1e-3); }
+
+std::string list(const google::protobuf::RepeatedField<double>& values) {
+  std::string out;
+  for (int k = 0; k < values.size(); ++k) {
+    if (k > 0) out += ", ";
+    out += format("%.6g", values[k]);
+  }
+  return out;
+}
+
+template <typename Enum>
+Enum parseEnumOrThrow(const std::string& name, const char* option,
+                      std::initializer_list<std::pair<const char*, Enum>> values) {
+  std::string expected;
+  for (const auto& [text, value] : values) {
+    if (name == text) return value;
+    expected += expected.empty() ? text : std::string(", ") + text;
+  }
+  throw CliError(std::string(option) + ": unknown value '" + name + "' (expected " + expected + ")",
+                 kExitUsage);
+}
+
+void summaryRow(std::ostream& out, const char* label, const v1::LatencySummary& s) {
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-18s %9llu %10s %10s %10s %10s %10s %10s %10s\n", label,
+                static_cast<unsigned long long>(s.count()),
+                micros(static_cast<double>(s.min_ns())).c_str(),
+                micros(static_cast<double>(s.p50_ns())).c_str(),
+                micros(static_cast<double>(s.p90_ns())).c_str(),
+                micros(static_cast<double>(s.p99_ns())).c_str(),
+                micros(static_cast<double>(s.p999_ns())).c_str(),
+                micros(static_cast<double>(s.max_ns())).c_str(), micros(s.mean_ns()).c_str());
+  out << line;
+}
+
+void transportRow(std::ostream& out, const char* label, std::uint64_t udp, std::uint64_t grpc) {
+  char line[128];
+  std::snprintf(line, sizeof line, "  %-18s %12llu %12llu\n", label,
+                static_cast<unsigned long long>(udp), static_cast<unsigned long long>(grpc));
+  out << line;
+}
+
+/// "iiwa14, realtime at 1000 Hz"
+std::string sessionSummary(const v1::SessionInfo& info) {
+  return info.model().name() + ", " + sessionModeName(info.config().mode()) + " at " +
+         formatNumber(info.config().control_rate_hz()) + " Hz";
+}
+
+}  // namespace
+
+std::uint64_t parseSessionId(const std::string& text) {
+  std::uint64_t value = 0;
+  bool ok = !text.empty() && text.size() <= 20;
+  for (const char c : text) {
+    if (!ok) break;
+    if (c < '0' || c > '9') ok = false;
+    else if (value > (UINT64_MAX - (c - '0')) / 10) ok = false;
+    else value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (!ok || value == 0) {
+    throw CliError("session id must be a number >= 1, got '" + text + "'", kExitUsage);
+  }
+  return value;
+}
+
+v1::SessionMode parseSessionModeOrThrow(const std::string& name) {
+  return parseEnumOrThrow<v1::SessionMode>(name, "--mode",
+                                           {{"realtime", v1::SESSION_MODE_REALTIME},
+                                            {"lockstep", v1::SESSION_MODE_LOCKSTEP},
+                                            {"free", v1::SESSION_MODE_FREE}});
+}
+
+std::string sessionModeName(v1::SessionMode mode) {
+  return shortName(v1::SessionMode_Name(mode), "SESSION_MODE_");
+}
+
+std::string sessionStateName(v1::SessionState state) {
+  const std::string name = v1::SessionState_Name(state);
+  const std::string_view prefix = "SESSION_STATE_";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+std::string messageToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) throw CliError("cannot print the response as JSON: " + status.ToString());
+  if (json.empty() || json.back() != '\n') json += '\n';
+  return json;
+}
+
+// --- text forms ------------------------------------------------------------------------------
+
+void writeSessionInfo(const v1::SessionInfo& info, std::ostream& out) {
+  const v1::SessionConfig& c = info.config();
+  const v1::ModelInfo& m = info.model();
+  out << "session      " << info.session_id() << " (" << info.name() << ")\n";
+  out << "state        " << sessionStateName(info.state());
+  if (info.has_fault()) out << ": " << info.fault().reason();
+  out << "\n";
+  out << "model        " << m.name() << " (nq " << m.nq() << ", nv " << m.nv() << ", "
+      << m.nbodies() << " bodies, " << format("%.4g", m.total_mass()) << " kg)\n";
+  out << "mode         " << sessionModeName(c.mode()) << " at " << formatNumber(c.control_rate_hz())
+      << " Hz (period " << info.control_period_ns() << " ns), " << c.substeps()
+      << " substep(s), dt " << formatNumber(info.dt()) << " s\n";
+  out << "dynamics     " << shortName(v1::Formulation_Name(c.formulation()), "FORMULATION_")
+      << " + " << shortName(v1::Integrator_Name(c.integrator()), "INTEGRATOR_") << "\n";
+  out << "watchdog     "
+      << shortName(v1::WatchdogPolicy_Name(c.watchdog().policy()), "WATCHDOG_POLICY_")
+      << " after " << c.watchdog().missed_cycles_limit() << " missed cycles\n";
+  if (info.udp_port() != 0) {
+    out << "udp port     " << info.udp_port() << " (states up to " << info.udp_state_max_bytes()
+        << " bytes, commands up to " << info.udp_command_max_bytes() << " bytes)\n";
+  } else {
+    out << "udp port     none (UDP disabled on the server)\n";
+  }
+  out << "controller   " << (info.has_controller_stream() ? "a Control stream is open" : "none")
+      << "\n";
+  out << "joints       ";
+  for (int i = 0; i < m.joints_size(); ++i) {
+    const v1::JointInfo& j = m.joints(i);
+    if (i > 0) out << "\n             ";
+    out << j.name() << " " << shortName(v1::JointType_Name(j.type()), "JOINT_TYPE_") << " q["
+        << j.q_start() << ":" << j.q_start() + j.nq() << "] v[" << j.v_start() << ":"
+        << j.v_start() + j.nv() << "]";
+  }
+  out << "\n";
+  const v1::State& s = info.latest_state();
+  out << "latest state cycle " << s.cycle() << ", t " << formatNumber(s.time()) << " s, command "
+      << s.command_sequence() << (s.watchdog_tripped() ? ", watchdog tripped" : "") << "\n";
+  out << "  q   " << list(s.q()) << "\n";
+  out << "  v   " << list(s.v()) << "\n";
+  out << "  tau " << list(s.tau()) << "\n";
+}
+
+void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
+  out << "session " << s.session_id() << ": " << sessionStateName(s.state()) << ", "
+      << sessionModeName(s.mode()) << ", " << s.cycles() << " cycles, simulated "
+      << format("%.4f", s.time()) << " s in " << format("%.4f", s.wall_time_running())
+      << " s running, real-time factor " << format("%.4f", s.real_time_factor()) << "\n";
+  if (s.has_fault()) out << "fault: " << s.fault().reason() << "\n";
+
+  const v1::TimingStats& t = s.timing();
+  out << "\n  [µs]                   count        min        p50        p90        p99      p99.9"
+         "        max       mean\n";
+  summaryRow(out, "wake-up latency", t.wakeup_latency());
+  summaryRow(out, "compute time", t.compute_time());
+  summaryRow(out, "measured period", t.measured_period());
+  summaryRow(out, "engine step", t.engine_step());
+  summaryRow(out, "loop overhead", t.loop_overhead());
+
+  out << "\ndeadlines  " << t.cycles() << " cycles timed, misses " << t.deadline_misses()
+      << " (longest run " << t.max_consecutive_misses() << ", current "
+      << t.consecutive_misses() << "), skipped cycles " << t.skipped_cycles() << "\n";
+  const v1::CommandStats& c = s.commands();
+  out << "commands   received " << c.received() << ", applied " << c.applied() << ", superseded "
+      << c.superseded() << ", dropped " << c.dropped() << ", rejected " << c.rejected()
+      << ", success rate " << format("%.3f", c.success_rate()) << ", age "
+      << (c.age_ns() < 0 ? std::string("n/a") : micros(static_cast<double>(c.age_ns())) + " µs")
+      << "\n";
+  const v1::WatchdogStats& w = s.watchdog();
+  out << "watchdog   trips " << w.trips() << ", missed cycles " << w.missed_cycles()
+      << ", tripped " << (w.tripped() ? "yes" : "no") << ", armed " << (w.armed() ? "yes" : "no")
+      << "\n";
+
+  const v1::TransportStats& u = s.udp();
+  const v1::TransportStats& g = s.grpc();
+  out << "\n  transport                   udp         grpc\n";
+  transportRow(out, "received", u.received(), g.received());
+  transportRow(out, "accepted", u.accepted(), g.accepted());
+  transportRow(out, "oversize", u.oversize(), g.oversize());
+  transportRow(out, "malformed", u.malformed(), g.malformed());
+  transportRow(out, "unknown_session", u.unknown_session(), g.unknown_session());
+  transportRow(out, "unauthenticated", u.unauthenticated(), g.unauthenticated());
+  transportRow(out, "stale", u.stale(), g.stale());
+  transportRow(out, "duplicate", u.duplicate(), g.duplicate());
+  transportRow(out, "wrong_size", u.wrong_size(), g.wrong_size());
+  transportRow(out, "non_finite", u.non_finite(), g.non_finite());
+  transportRow(out, "inactive", u.inactive(), g.inactive());
+  transportRow(out, "dropped", u.dropped(), g.dropped());
+  transportRow(out, "states_sent", u.states_sent(), g.states_sent());
+  transportRow(out, "states_skipped", u.states_skipped(), g.states_skipped());
+  transportRow(out, "send_errors", u.send_errors(), g.send_errors());
+
+  if (s.events_dropped() > 0) out << "\nlog events dropped " << s.events_dropped() << "\n";
+  if (s.rt_setup_size() > 0) {
+    out << "\nrt setup\n";
+    for (const v1::RtSetupStep& step : s.rt_setup()) {
+      out << "  " << step.name() << ": " << (step.applied() ? "applied" : "not applied") << " ("
+          << step.detail() << ")\n";
+    }
+  }
+}
+
+// --- commands --------------------------------------------------------------------------------
+
+void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ostream& out) {
+  if (o.model.empty()) throw CliError("--model is required", kExitUsage);
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name(o.model);
+  v1::SessionConfig& c = *request.mutable_config();
+  c.set_mode(parseSessionModeOrThrow(o.mode));
+  if (o.rate != 0.0) {
+    if (!(o.rate >= 100.0 && o.rate <= 10000.0)) {
+      throw CliError("--rate must be within 100 to 10000 Hz, got " + formatNumber(o.rate),
+                     kExitUsage);
+    }
+    c.set_control_rate_hz(o.rate);
+  }
+  if (o.substeps != 0) {
+    if (o.substeps < 1 || o.substeps > 1000) {
+      throw CliError("--substeps must be within 1 to 1000", kExitUsage);
+    }
+    c.set_substeps(static_cast<std::uint32_t>(o.substeps));
+  }
+  if (!o.solver.empty()) {
+    c.set_formulation(parseEnumOrThrow<v1::Formulation>(
+        o.solver, "--solver", {{"aba", v1::FORMULATION_ABA}, {"crba", v1::FORMULATION_CRBA}}));
+  }
+  if (!o.integrator.empty()) {
+    c.set_integrator(parseEnumOrThrow<v1::Integrator>(
+        o.integrator, "--integrator",
+        {{"rk4", v1::INTEGRATOR_RK4}, {"euler", v1::INTEGRATOR_EULER}}));
+  }
+  if (!o.watchdog.empty()) {
+    c.mutable_watchdog()->set_policy(parseEnumOrThrow<v1::WatchdogPolicy>(
+        o.watchdog, "--watchdog",
+        {{"hold", v1::WATCHDOG_POLICY_HOLD},
+         {"zero", v1::WATCHDOG_POLICY_ZERO},
+         {"damping", v1::WATCHDOG_POLICY_DAMPING},
+         {"fault", v1::WATCHDOG_POLICY_FAULT}}));
+  }
+
+  client::SimulationClient simulation(server.server, server.client);
+  v1::CreateSessionResponse response = simulation.createSession(request);
+  const std::uint64_t id = response.session().session_id();
+  if (o.start) {
+    try {
+      *response.mutable_session() = simulation.startSession(id);
+    } catch (const client::RpcError& e) {
+      // The session exists: say so, so that it is not left behind unnoticed.
+      throw CliError("session " + std::to_string(id) + " created but not started: " + e.what());
+    }
+  }
+  if (server.json) {
+    out << messageToJson(response);
+    return;
+  }
+  const v1::SessionInfo& info = response.session();
+  out << "session    " << id << "\n";
+  out << "model      " << sessionSummary(info) << "\n";
+  out << "state      " << sessionStateName(info.state()) << "\n";
+  out << "udp port   " << info.udp_port() << "\n";
+  out << "udp token  " << tokenHex(response.udp_token())
+      << "  (shown only now: UDP controllers need it)\n";
+}
+
+void sessionAction(const ServerOptions& server, const std::string& action, std::uint64_t id,
+                   std::ostream& out) {
+  client::SimulationClient simulation(server.server, server.client);
+  if (action == "close") {
+    const v1::CloseSessionResponse response = simulation.closeSession(id);
+    if (server.json) {
+      out << messageToJson(response);
+    } else {
+      out << "session " << id << " closed; final statistics:\n\n";
+      writeSessionStats(response.final_stats(), out);
+    }
+    return;
+  }
+  v1::SessionInfo info;
+  if (action == "start") info = simulation.startSession(id);
+  else if (action == "pause") info = simulation.pauseSession(id);
+  else if (action == "stop") info = simulation.stopSession(id);
+  else if (action == "reset") info = simulation.resetSession(id);
+  else throw CliError("unknown session action '" + action + "'", kExitUsage);
+  if (server.json) {
+    out << messageToJson(info);
+  } else {
+    out << "session " << id << ": " << sessionStateName(info.state()) << " ("
+        << sessionSummary(info) << ", cycle " << info.latest_state().cycle() << ")\n";
+  }
+}
+
+void sessionList(const ServerOptions& server, std::ostream& out) {
+  client::SimulationClient simulation(server.server, server.client);
+  const v1::ListSessionsResponse response = simulation.listSessions();
+  if (server.json) {
+    out << messageToJson(response);
+    return;
+  }
+  if (response.sessions_size() == 0) {
+    out << "no sessions\n";
+    return;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "%-6s %-16s %-16s %-9s %8s %-8s %8s %s\n", "id", "name",
+                "model", "mode", "rate", "state", "udp", "controller");
+  out << line;
+  for (const v1::SessionInfo& s : response.sessions()) {
+    std::snprintf(line, sizeof line, "%-6llu %-16s %-16s %-9s %8s %-8s %8u %s\n",
+                  static_cast<unsigned long long>(s.session_id()), s.name().c_str(),
+                  s.model().name().c_str(), sessionModeName(s.config().mode()).c_str(),
+                  formatNumber(s.config().control_rate_hz()).c_str(),
+                  sessionStateName(s.state()).c_str(), s.udp_port(),
+                  s.has_controller_stream() ? "stream" : "-");
+    out << line;
+  }
+}
+
+void sessionGet(const ServerOptions& server, std::uint64_t id, std::ostream& out) {
+  client::SimulationClient simulation(server.server, server.client);
+  const v1::SessionInfo info = simulation.getSession(id);
+  if (server.json) out << messageToJson(info);
+  else writeSessionInfo(info, out);
+}
+
+void sessionStats(const ServerOptions& server, std::uint64_t id, std::ostream& out) {
+  client::SimulationClient simulation(server.server, server.client);
+  const v1::SessionStats stats = simulation.getStats(id);
+  if (server.json) out << messageToJson(stats);
+  else writeSessionStats(stats, out);
+}
+
+}  // namespace hilsim::cli

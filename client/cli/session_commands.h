@@ -1,0 +1,68 @@
+// hilsim session …: create, start, pause, stop, reset, close, list, get and stats of a server's
+// sessions over gRPC (docs/CLI.md). Each prints text for people, or with `json` the rpc's
+// response message in protobuf's JSON mapping. Failed calls throw client::RpcError, bad options
+// CliError; app.h turns both into one line on stderr and a non-zero exit code.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "client/simulation_client.h"
+#include "hilsim/v1/service.pb.h"
+
+namespace hilsim::cli {
+
+/// Which server, how to authenticate, and the output format.
+struct ServerOptions {
+  std::string server = "127.0.0.1:50051";  ///< gRPC target "host:port"
+  client::ClientOptions client;
+  bool json = false;
+};
+
+/// hilsim session create.
+struct CreateOptions {
+  std::string model;                ///< bundled model name (required)
+  std::string mode = "realtime";    ///< realtime, lockstep or free
+  double rate = 0.0;                ///< control rate [Hz]; 0: the server's default
+  int substeps = 0;                 ///< physics steps per cycle; 0: the server's default
+  std::string solver;               ///< aba or crba; empty: the server's default
+  std::string integrator;           ///< rk4 or euler; empty: the server's default
+  std::string watchdog;             ///< hold, zero, damping or fault; empty: the server's default
+  bool start = false;               ///< start the session at once
+};
+
+/// Parses a session id (a decimal number ≥ 1); CliError with exit code 2 otherwise.
+std::uint64_t parseSessionId(const std::string& text);
+
+/// "realtime", "lockstep", "free" ↔ SessionMode; CliError (exit code 2) for another name.
+v1::SessionMode parseSessionModeOrThrow(const std::string& name);
+std::string sessionModeName(v1::SessionMode mode);
+/// "CREATED", "RUNNING", … for a SessionState.
+std::string sessionStateName(v1::SessionState state);
+
+/// `message` in protobuf's JSON mapping, field names as in the .proto files, every field printed
+/// (64-bit integers as strings, bytes as base64), indented, with a final newline.
+std::string messageToJson(const google::protobuf::Message& message);
+
+/// Creates a session (and starts it with `start`); prints its id, model, UDP port and the UDP
+/// token in hex, which the server shows only here.
+void sessionCreate(const ServerOptions& server, const CreateOptions& options, std::ostream& out);
+/// start, pause, stop, reset or close of session `id`; prints the session's new state (close: its
+/// final statistics).
+void sessionAction(const ServerOptions& server, const std::string& action, std::uint64_t id,
+                   std::ostream& out);
+/// One line per session: id, name, model, mode, rate, state, UDP port, controller stream.
+void sessionList(const ServerOptions& server, std::ostream& out);
+/// Configuration, model layout, state and newest State of session `id`.
+void sessionGet(const ServerOptions& server, std::uint64_t id, std::ostream& out);
+/// Statistics of session `id` as a table (timing percentiles in µs, counters, real-time factor).
+void sessionStats(const ServerOptions& server, std::uint64_t id, std::ostream& out);
+
+/// The text forms, for reuse.
+void writeSessionInfo(const v1::SessionInfo& info, std::ostream& out);
+void writeSessionStats(const v1::SessionStats& stats, std::ostream& out);
+
+}  // namespace hilsim::cli

@@ -1,0 +1,650 @@
+#include "client/latency_report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <tuple>
+
+#include <google/protobuf/util/json_util.h>
+
+namespace hilsim::client {
+namespace {
+
+// --- formatting ------------------------------------------------------------------------------
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, pattern, value);
+  return buffer;
+}
+
+/// Microseconds with two decimals, from nanoseconds.
+std::string micros(double ns) { return format("%.2f", ns * 1e-3); }
+
+/// A duration in µs for labels: three significant digits ("61.2 µs", "1.23 ms" is not used: the
+/// unit stays µs so that the labels compare at a glance).
+std::string microsLabel(double ns) {
+  const double us = ns * 1e-3;
+  if (us >= 100.0) return format("%.0f", us);
+  if (us >= 10.0) return format("%.1f", us);
+  return format("%.2f", us);
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? std::string("n/a") : format("%.2f %%", 100.0 * part / whole);
+}
+
+std::string jsonEscape(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string jsonDouble(double value) {
+  if (!std::isfinite(value)) return "null";
+  return format("%.17g", value);
+}
+
+std::string xmlEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+std::uint64_t rejectedTotal(const v1::TransportStats& t) {
+  return t.oversize() + t.malformed() + t.unknown_session() + t.unauthenticated() + t.stale() +
+         t.duplicate() + t.wrong_size() + t.non_finite() + t.inactive() + t.dropped();
+}
+
+/// "stale 3, wrong_size 1" for the non-zero rejection counters, or "none".
+std::string rejectedDetail(const v1::TransportStats& t) {
+  const std::pair<const char*, std::uint64_t> counters[] = {
+      {"oversize", t.oversize()},       {"malformed", t.malformed()},
+      {"unknown_session", t.unknown_session()}, {"unauthenticated", t.unauthenticated()},
+      {"stale", t.stale()},             {"duplicate", t.duplicate()},
+      {"wrong_size", t.wrong_size()},   {"non_finite", t.non_finite()},
+      {"inactive", t.inactive()},       {"dropped", t.dropped()}};
+  std::string out;
+  for (const auto& [name, count] : counters) {
+    if (count == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(name) + " " + std::to_string(count);
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string stateName(v1::SessionState state) {
+  std::string name = v1::SessionState_Name(state);
+  const std::string prefix = "SESSION_STATE_";
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  return name;
+}
+
+/// `text` padded with spaces to `width` characters (UTF-8: continuation bytes take no column).
+std::string padded(const std::string& text, std::size_t width) {
+  std::size_t columns = 0;
+  for (const char c : text) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return text + std::string(width > columns ? width - columns : 0, ' ');
+}
+
+void tableRow(std::ostream& out, const std::string& label, const Distribution& d) {
+  char line[256];
+  std::snprintf(line, sizeof line, "  %s %8zu %10s %10s %10s %10s %10s %10s %10s\n",
+                padded(label, 24).c_str(), d.count, micros(d.min).c_str(), micros(d.p50).c_str(),
+                micros(d.p90).c_str(), micros(d.p99).c_str(), micros(d.p999).c_str(),
+                micros(d.max).c_str(), micros(d.mean).c_str());
+  out << line;
+}
+
+std::string jsonDistribution(const Distribution& d) {
+  return "{\"count\": " + std::to_string(d.count) + ", \"min\": " + jsonDouble(d.min) +
+         ", \"p50\": " + jsonDouble(d.p50) + ", \"p90\": " + jsonDouble(d.p90) +
+         ", \"p99\": " + jsonDouble(d.p99) + ", \"p999\": " + jsonDouble(d.p999) +
+         ", \"max\": " + jsonDouble(d.max) + ", \"mean\": " + jsonDouble(d.mean) + "}";
+}
+
+/// "UDP, 1000 Hz, iiwa14 (realtime), server 127.0.0.1:50051"
+std::string runTitle(const LatencyRunInfo& info) {
+  return upper(info.transport) + ", " + format("%g", info.rate_hz) + " Hz, " + info.model + " (" +
+         info.mode + (info.session_rate_hz > 0 ? " " + format("%g", info.session_rate_hz) + " Hz"
+                                               : std::string()) +
+         "), server " + info.server + (info.same_host ? " (same host)" : "") +
+         (info.client_host.empty() ? std::string() : ", client " + info.client_host);
+}
+
+}  // namespace
+
+// --- statistics ------------------------------------------------------------------------------
+
+std::int64_t percentile(std::span<const std::int64_t> sorted, double p) {
+  const double n = static_cast<double>(sorted.size());
+  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * n - 1e-9));
+  rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+Distribution summarize(std::vector<std::int64_t> samples) {
+  Distribution d;
+  if (samples.empty()) return d;
+  std::sort(samples.begin(), samples.end());
+  d.count = samples.size();
+  d.min = static_cast<double>(samples.front());
+  d.max = static_cast<double>(samples.back());
+  d.p50 = static_cast<double>(percentile(samples, 50.0));
+  d.p90 = static_cast<double>(percentile(samples, 90.0));
+  d.p99 = static_cast<double>(percentile(samples, 99.0));
+  d.p999 = static_cast<double>(percentile(samples, 99.9));
+  long double sum = 0;
+  for (const std::int64_t s : samples) sum += s;
+  d.mean = static_cast<double>(sum / samples.size());
+  return d;
+}
+
+void LatencyRecorder::commandSent(std::uint64_t sequence, std::int64_t send_time_ns) {
+  CommandRecord record;
+  record.sequence = sequence;
+  record.send_time_ns = send_time_ns;
+  commands_.push_back(record);
+}
+
+void LatencyRecorder::stateReceived(const v1::State& state, std::int64_t receive_time_ns) {
+  ++states_.received;
+  const std::uint64_t cycle = state.cycle();
+  if (have_previous_) {
+    if (cycle > previous_cycle_ + 1) states_.missing_cycles += cycle - previous_cycle_ - 1;
+    else if (cycle == previous_cycle_) ++states_.repeated;
+    else if (cycle < previous_cycle_) ++states_.out_of_order;
+  }
+  if (!have_previous_ || cycle >= previous_cycle_) {
+    previous_cycle_ = cycle;
+    have_previous_ = true;
+  }
+
+  const std::uint64_t applied = state.command_sequence();
+  const std::int64_t echoed = state.command_client_send_time_ns();
+  bool answered_any = false;
+  if (matching_ == Matching::kNewest) {
+    while (first_unanswered_ < commands_.size()) {
+      CommandRecord& c = commands_[first_unanswered_];
+      if (c.sequence > applied || c.send_time_ns > echoed) break;
+      answer(c, state, receive_time_ns);
+      ++first_unanswered_;
+      answered_any = true;
+    }
+  } else {
+    const auto it = std::lower_bound(
+        commands_.begin(), commands_.end(), applied,
+        [](const CommandRecord& c, std::uint64_t sequence) { return c.sequence < sequence; });
+    if (it != commands_.end() && it->sequence == applied && it->send_time_ns <= echoed &&
+        !it->answered()) {
+      answer(*it, state, receive_time_ns);
+      answered_any = true;
+    }
+  }
+
+  if (!window_open_) {
+    if (!answered_any) return;
+    window_open_ = true;
+    first_time_ = last_time_ = state.time();
+    first_publish_ns_ = last_publish_ns_ = state.publish_time_ns();
+  } else if (state.publish_time_ns() >= last_publish_ns_ && state.time() >= last_time_) {
+    last_time_ = state.time();
+    last_publish_ns_ = state.publish_time_ns();
+  }
+}
+
+void LatencyRecorder::answer(CommandRecord& c, const v1::State& state,
+                             std::int64_t receive_time_ns) {
+  c.receive_time_ns = receive_time_ns;
+  c.cycle = state.cycle();
+  ++answered_;
+  if (c.sequence != state.command_sequence()) {
+    c.superseded = true;
+    return;
+  }
+  c.send_time_ns = state.command_client_send_time_ns();  // the exact stamp the command carried
+  if (state.command_receive_time_ns() > 0) {
+    c.command_age_ns = state.publish_time_ns() - state.command_receive_time_ns();
+    if (same_host_) c.one_way_ns = state.command_receive_time_ns() - c.send_time_ns;
+  }
+}
+
+double LatencyRecorder::simulatedSeconds() const { return last_time_ - first_time_; }
+
+double LatencyRecorder::serverWallSeconds() const {
+  return static_cast<double>(last_publish_ns_ - first_publish_ns_) * 1e-9;
+}
+
+LatencyReport buildReport(LatencyRunInfo info, const LatencyRecorder& recorder) {
+  LatencyReport report;
+  report.info = std::move(info);
+  report.commands = recorder.commands();
+  report.states = recorder.states();
+  const double period = report.periodNs();
+  std::vector<std::int64_t> round_trips, ages, one_ways;
+  round_trips.reserve(report.commands.size());
+  ages.reserve(report.commands.size());
+  for (const CommandRecord& c : report.commands) {
+    ++report.counts.sent;
+    if (!c.answered()) {
+      ++report.counts.lost;
+      continue;
+    }
+    ++report.counts.answered;
+    if (c.superseded) ++report.counts.superseded;
+    const std::int64_t rt = c.roundTrip();
+    if (period > 0 && static_cast<double>(rt) > period) ++report.counts.late;
+    round_trips.push_back(rt);
+    if (c.command_age_ns) ages.push_back(*c.command_age_ns);
+    if (c.one_way_ns) one_ways.push_back(*c.one_way_ns);
+  }
+  report.round_trip = summarize(std::move(round_trips));
+  report.command_age = summarize(std::move(ages));
+  report.one_way = summarize(std::move(one_ways));
+  report.simulated_s = recorder.simulatedSeconds();
+  report.wall_s = recorder.serverWallSeconds();
+  report.drift_s = report.simulated_s - report.wall_s;
+  report.real_time_factor = report.wall_s > 0 ? report.simulated_s / report.wall_s : 0.0;
+  return report;
+}
+
+// --- text ------------------------------------------------------------------------------------
+
+void writeServerStatsSummary(const v1::SessionStats& s, std::ostream& out) {
+  const v1::TimingStats& t = s.timing();
+  out << "  state " << stateName(s.state()) << ", " << s.cycles() << " cycles, simulated "
+      << format("%.3f", s.time()) << " s in " << format("%.3f", s.wall_time_running())
+      << " s running, real-time factor " << format("%.4f", s.real_time_factor()) << "\n";
+  out << "  deadline misses " << t.deadline_misses() << " (longest run "
+      << t.max_consecutive_misses() << ", skipped cycles " << t.skipped_cycles()
+      << "), wake-up latency p99 " << micros(static_cast<double>(t.wakeup_latency().p99_ns()))
+      << " µs, compute time p99 " << micros(static_cast<double>(t.compute_time().p99_ns()))
+      << " µs\n";
+  const v1::CommandStats& c = s.commands();
+  out << "  commands received " << c.received() << ", applied " << c.applied() << ", superseded "
+      << c.superseded() << ", dropped " << c.dropped() << ", rejected " << c.rejected()
+      << ", success rate " << format("%.3f", c.success_rate()) << "\n";
+  out << "  watchdog trips " << s.watchdog().trips() << ", missed cycles "
+      << s.watchdog().missed_cycles() << (s.watchdog().tripped() ? " (tripped now)" : "") << "\n";
+  for (const auto& [name, transport] :
+       {std::pair<const char*, const v1::TransportStats*>{"udp ", &s.udp()},
+        std::pair<const char*, const v1::TransportStats*>{"grpc", &s.grpc()}}) {
+    out << "  " << name << " received " << transport->received() << ", accepted "
+        << transport->accepted() << ", rejected " << rejectedTotal(*transport) << " ("
+        << rejectedDetail(*transport) << "), states sent " << transport->states_sent()
+        << ", skipped " << transport->states_skipped();
+    if (transport->send_errors() > 0) out << ", send errors " << transport->send_errors();
+    out << "\n";
+  }
+  if (s.has_fault()) out << "  fault: " << s.fault().reason() << "\n";
+}
+
+void writeLatencyText(const LatencyReport& r, std::ostream& out) {
+  const LatencyRunInfo& i = r.info;
+  out << "hilsim latency: " << runTitle(i) << "\n";
+  out << "session " << i.session_id << "; controller loop " << format("%g", i.rate_hz) << " Hz for "
+      << format("%g", i.duration_s) << " s";
+  if (!i.control_law.empty()) out << "; commands: " << i.control_law;
+  out << "\n";
+  if (i.loop_overruns > 0) {
+    out << "controller loop overruns: " << i.loop_overruns
+        << " periods skipped (this host's scheduling, not the server's)\n";
+  }
+  out << "\n";
+  out << "  [µs]                        count        min        p50        p90        p99"
+         "      p99.9        max       mean\n";
+  tableRow(out, "round trip", r.round_trip);
+  tableRow(out, "command age", r.command_age);
+  if (i.same_host) tableRow(out, "one way client→server", r.one_way);
+  out << "\n  round trip: command sent → State that applied it received (client clock)\n"
+      << "  command age: command received by the server → end of the cycle that applied it\n";
+  if (i.same_host) out << "  one way: command sent → received by the server (shared clock)\n";
+  else out << "  one way: not measured (client and server clocks differ; see --same-host)\n";
+
+  const CommandCounts& c = r.counts;
+  out << "\ncommands  sent " << c.sent << ", answered " << c.answered << " ("
+      << percent(c.answered, c.sent) << "), lost " << c.lost << ", late (> "
+      << microsLabel(r.periodNs()) << " µs) " << c.late << ", superseded " << c.superseded
+      << "\n";
+  out << "states    received " << r.states.received << ", missing cycles "
+      << r.states.missing_cycles << ", repeated " << r.states.repeated << ", out of order "
+      << r.states.out_of_order << "\n";
+  out << "drift     simulated " << format("%.4f", r.simulated_s) << " s in "
+      << format("%.4f", r.wall_s) << " s of server wall time: simulated − wall "
+      << format("%+.3f", r.drift_s * 1e3) << " ms, real-time factor "
+      << format("%.4f", r.real_time_factor) << "\n";
+  if (r.server_stats) {
+    out << "\nserver statistics (GetStats)\n";
+    writeServerStatsSummary(*r.server_stats, out);
+  }
+}
+
+// --- JSON ------------------------------------------------------------------------------------
+
+void writeLatencyJson(const LatencyReport& r, std::ostream& out) {
+  const LatencyRunInfo& i = r.info;
+  std::string s = "{\n";
+  s += "  \"transport\": " + jsonEscape(i.transport) + ",\n";
+  s += "  \"server\": " + jsonEscape(i.server) + ",\n";
+  s += "  \"client_host\": " + jsonEscape(i.client_host) + ",\n";
+  s += "  \"same_host\": " + std::string(i.same_host ? "true" : "false") + ",\n";
+  s += "  \"session_id\": " + std::to_string(i.session_id) + ",\n";
+  s += "  \"model\": " + jsonEscape(i.model) + ",\n";
+  s += "  \"mode\": " + jsonEscape(i.mode) + ",\n";
+  s += "  \"session_rate_hz\": " + jsonDouble(i.session_rate_hz) + ",\n";
+  s += "  \"rate_hz\": " + jsonDouble(i.rate_hz) + ",\n";
+  s += "  \"duration_s\": " + jsonDouble(i.duration_s) + ",\n";
+  s += "  \"control_law\": " + jsonEscape(i.control_law) + ",\n";
+  s += "  \"loop_overruns\": " + std::to_string(i.loop_overruns) + ",\n";
+  s += "  \"commands\": {\"sent\": " + std::to_string(r.counts.sent) +
+       ", \"answered\": " + std::to_string(r.counts.answered) +
+       ", \"lost\": " + std::to_string(r.counts.lost) +
+       ", \"late\": " + std::to_string(r.counts.late) +
+       ", \"superseded\": " + std::to_string(r.counts.superseded) + "},\n";
+  s += "  \"states\": {\"received\": " + std::to_string(r.states.received) +
+       ", \"missing_cycles\": " + std::to_string(r.states.missing_cycles) +
+       ", \"repeated\": " + std::to_string(r.states.repeated) +
+       ", \"out_of_order\": " + std::to_string(r.states.out_of_order) + "},\n";
+  s += "  \"round_trip_ns\": " + jsonDistribution(r.round_trip) + ",\n";
+  s += "  \"command_age_ns\": " + jsonDistribution(r.command_age) + ",\n";
+  s += "  \"one_way_ns\": " + (i.same_host ? jsonDistribution(r.one_way) : "null") + ",\n";
+  s += "  \"drift\": {\"simulated_s\": " + jsonDouble(r.simulated_s) +
+       ", \"wall_s\": " + jsonDouble(r.wall_s) + ", \"drift_s\": " + jsonDouble(r.drift_s) +
+       ", \"real_time_factor\": " + jsonDouble(r.real_time_factor) + "},\n";
+  std::string stats = "null";
+  if (r.server_stats) {
+    google::protobuf::util::JsonPrintOptions options;
+    options.preserve_proto_field_names = true;
+    options.always_print_primitive_fields = true;
+    std::string json;
+    if (google::protobuf::util::MessageToJsonString(*r.server_stats, &json, options).ok()) {
+      stats = json;
+    }
+  }
+  s += "  \"server_stats\": " + stats + "\n}\n";
+  out << s;
+}
+
+// --- CSV -------------------------------------------------------------------------------------
+
+void writeLatencyCsv(const LatencyReport& r, std::ostream& out) {
+  std::string s =
+      "sequence,send_time_ns,receive_time_ns,round_trip_ns,command_age_ns,one_way_ns,cycle,"
+      "superseded,lost\n";
+  const auto optional = [](const std::optional<std::int64_t>& value) {
+    return value ? std::to_string(*value) : std::string();
+  };
+  for (const CommandRecord& c : r.commands) {
+    s += std::to_string(c.sequence) + ',' + std::to_string(c.send_time_ns) + ',' +
+         optional(c.receive_time_ns) + ',' +
+         (c.answered() ? std::to_string(c.roundTrip()) : std::string()) + ',' +
+         optional(c.command_age_ns) + ',' + optional(c.one_way_ns) + ',' +
+         (c.answered() ? std::to_string(c.cycle) : std::string()) + ',' +
+         (c.superseded ? "1" : "0") + ',' + (c.answered() ? "0" : "1") + '\n';
+  }
+  out << s;
+}
+
+// --- SVG -------------------------------------------------------------------------------------
+
+namespace {
+
+/// A plot area in SVG pixels with a log-scaled or linear axis mapping.
+struct Axis {
+  double lo, hi;        // data range
+  double from, to;      // pixel range
+  bool log;
+  double operator()(double value) const {
+    const double a = log ? std::log10(lo) : lo, b = log ? std::log10(hi) : hi;
+    const double x = log ? std::log10(std::max(value, lo)) : value;
+    return from + (to - from) * (x - a) / (b - a);
+  }
+};
+
+/// Ticks 1, 2, 5 × 10^k within [lo, hi] (log axes).
+std::vector<double> logTicks(double lo, double hi) {
+  std::vector<double> ticks;
+  for (double decade = std::pow(10.0, std::floor(std::log10(lo))); decade <= hi; decade *= 10) {
+    for (const double m : {1.0, 2.0, 5.0}) {
+      const double t = m * decade;
+      if (t >= lo && t <= hi) ticks.push_back(t);
+    }
+  }
+  return ticks;
+}
+
+/// About `count` round ticks (1, 2, 5 × 10^k steps) from 0 to hi.
+std::vector<double> linearTicks(double hi, int count) {
+  const double raw = hi / count;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * magnitude;
+    if (step >= raw) break;
+  }
+  std::vector<double> ticks;
+  for (double t = 0; t <= hi * (1 + 1e-9); t += step) ticks.push_back(t);
+  return ticks;
+}
+
+std::string px(double value) { return format("%.1f", value); }
+
+std::string text(double x, double y, const std::string& content, const std::string& attributes) {
+  return "<text x=\"" + px(x) + "\" y=\"" + px(y) + "\" " + attributes + ">" +
+         xmlEscape(content) + "</text>\n";
+}
+
+std::string line(double x1, double y1, double x2, double y2, const std::string& attributes) {
+  return "<line x1=\"" + px(x1) + "\" y1=\"" + px(y1) + "\" x2=\"" + px(x2) + "\" y2=\"" +
+         px(y2) + "\" " + attributes + "/>\n";
+}
+
+}  // namespace
+
+void writeLatencySvg(const LatencyReport& r, std::ostream& out) {
+  constexpr double kWidth = 960, kHeight = 760;
+  constexpr double kLeft = 80, kRight = 930;
+  constexpr double kHistTop = 120, kHistBottom = 390;
+  constexpr double kSeriesTop = 470, kSeriesBottom = 700;
+  const Distribution& d = r.round_trip;
+
+  std::string s;
+  s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(kWidth) + "\" height=\"" +
+       px(kHeight) + "\" viewBox=\"0 0 " + px(kWidth) + " " + px(kHeight) +
+       "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  s += "<title>hilsim latency: " + xmlEscape(runTitle(r.info)) + "</title>\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + px(kWidth) + "\" height=\"" + px(kHeight) +
+       "\" fill=\"white\"/>\n";
+  s += text(kWidth / 2, 28, "hilsim latency — " + runTitle(r.info),
+            "text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\"");
+  const CommandCounts& c = r.counts;
+  s += text(kWidth / 2, 50,
+            "sent " + std::to_string(c.sent) + ", answered " + std::to_string(c.answered) +
+                ", lost " + std::to_string(c.lost) + ", late " + std::to_string(c.late) +
+                " — round trip p50 " + microsLabel(d.p50) + " µs, p99 " + microsLabel(d.p99) +
+                " µs, p99.9 " + microsLabel(d.p999) + " µs, max " + microsLabel(d.max) + " µs",
+            "text-anchor=\"middle\"");
+  s += text(kWidth / 2, 70,
+            "command age p50 " + microsLabel(r.command_age.p50) + " µs, p99 " +
+                microsLabel(r.command_age.p99) + " µs" +
+                (r.info.same_host ? ", one way p50 " + microsLabel(r.one_way.p50) + " µs" : "") +
+                " — drift " + format("%+.3f", r.drift_s * 1e3) + " ms over " +
+                format("%.2f", r.wall_s) + " s, real-time factor " +
+                format("%.4f", r.real_time_factor),
+            "text-anchor=\"middle\"");
+
+  if (d.count == 0) {
+    s += text(kWidth / 2, (kHistTop + kSeriesBottom) / 2, "no command was answered",
+              "text-anchor=\"middle\" font-size=\"16\"");
+    s += "</svg>\n";
+    out << s;
+    return;
+  }
+
+  // Shared log-scaled time range of both panels, padded so that min and max sit inside.
+  double lo = std::max(d.min, 1.0) / 1.25, hi = std::max(d.max, 1.0) * 1.25;
+  const double period = r.periodNs();
+  if (hi / lo < 10) {  // at least one decade, centred on the data
+    const double middle = std::sqrt(lo * hi);
+    lo = middle / std::sqrt(10.0);
+    hi = middle * std::sqrt(10.0);
+  }
+
+  // --- histogram: 60 log-spaced bins ---
+  constexpr int kBins = 60;
+  std::vector<std::uint64_t> bins(kBins, 0);
+  const double log_lo = std::log10(lo), log_hi = std::log10(hi);
+  for (const CommandRecord& record : r.commands) {
+    if (!record.answered()) continue;
+    const double x = std::log10(std::max(static_cast<double>(record.roundTrip()), lo));
+    const int k = std::clamp(static_cast<int>((x - log_lo) / (log_hi - log_lo) * kBins), 0,
+                             kBins - 1);
+    ++bins[k];
+  }
+  const std::uint64_t tallest = *std::max_element(bins.begin(), bins.end());
+  const std::vector<double> count_ticks = linearTicks(static_cast<double>(tallest), 5);
+  const double count_top = std::max(count_ticks.back(), 1.0);
+  const Axis hx{lo, hi, kLeft, kRight, true};
+  const Axis hy{0, count_top, kHistBottom, kHistTop, false};
+  s += "<g id=\"histogram\">\n";
+  s += text(kLeft, kHistTop - 14, "Round trip distribution (" + std::to_string(d.count) +
+                                      " answered commands)", "font-weight=\"bold\"");
+  for (const double t : count_ticks) {
+    s += line(kLeft, hy(t), kRight, hy(t), "stroke=\"#e4e4e4\"");
+    s += text(kLeft - 6, hy(t) + 4, format("%.0f", t), "text-anchor=\"end\"");
+  }
+  for (int k = 0; k < kBins; ++k) {
+    if (bins[k] == 0) continue;
+    const double x0 = kLeft + (kRight - kLeft) * k / kBins;
+    const double x1 = kLeft + (kRight - kLeft) * (k + 1) / kBins;
+    const double y = hy(static_cast<double>(bins[k]));
+    s += "<rect x=\"" + px(x0 + 0.5) + "\" y=\"" + px(y) + "\" width=\"" + px(x1 - x0 - 1) +
+         "\" height=\"" + px(kHistBottom - y) + "\" fill=\"#4a7ab8\"/>\n";
+  }
+  for (const double t : logTicks(lo, hi)) {
+    s += line(hx(t), kHistBottom, hx(t), kHistBottom + 5, "stroke=\"black\"");
+    s += text(hx(t), kHistBottom + 18, microsLabel(t), "text-anchor=\"middle\"");
+  }
+  for (const auto& [label, value, colour] :
+       {std::tuple<const char*, double, const char*>{"p50", d.p50, "#1a8a3a"},
+        std::tuple<const char*, double, const char*>{"p99", d.p99, "#d2691e"}}) {
+    s += line(hx(value), kHistTop, hx(value), kHistBottom,
+              "stroke=\"" + std::string(colour) +
+                  "\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"");
+    s += text(hx(value) + 4, kHistTop + (label[1] == '5' ? 12 : 26),
+              std::string(label) + " " + microsLabel(value) + " µs",
+              "fill=\"" + std::string(colour) + "\"");
+  }
+  s += line(kLeft, kHistBottom, kRight, kHistBottom, "stroke=\"black\"");
+  s += line(kLeft, kHistTop, kLeft, kHistBottom, "stroke=\"black\"");
+  s += text((kLeft + kRight) / 2, kHistBottom + 36, "round trip [µs] (log scale)",
+            "text-anchor=\"middle\"");
+  s += text(20, (kHistTop + kHistBottom) / 2, "commands",
+            "text-anchor=\"middle\" transform=\"rotate(-90 20 " +
+                px((kHistTop + kHistBottom) / 2) + ")\"");
+  s += "</g>\n";
+
+  // --- time series: per pixel column, the range of the round trips sent in it ---
+  const std::int64_t t0 = r.commands.front().send_time_ns;
+  const double span_s = std::max(
+      static_cast<double>(r.commands.back().send_time_ns - t0) * 1e-9, 1e-3);
+  const std::vector<double> time_ticks = linearTicks(span_s, 8);
+  const Axis tx{0, std::max(time_ticks.back(), span_s), kLeft, kRight, false};
+  const Axis ty{lo, hi, kSeriesBottom, kSeriesTop, true};
+  const int columns = static_cast<int>(kRight - kLeft);
+  std::vector<double> column_min(columns, std::numeric_limits<double>::infinity());
+  std::vector<double> column_max(columns, 0.0);
+  std::vector<bool> column_lost(columns, false);
+  for (const CommandRecord& record : r.commands) {
+    const double t = static_cast<double>(record.send_time_ns - t0) * 1e-9;
+    const int k = std::clamp(static_cast<int>(tx(t) - kLeft), 0, columns - 1);
+    if (!record.answered()) {
+      column_lost[k] = true;
+      continue;
+    }
+    const double value = static_cast<double>(record.roundTrip());
+    column_min[k] = std::min(column_min[k], value);
+    column_max[k] = std::max(column_max[k], value);
+  }
+  s += "<g id=\"time-series\">\n";
+  s += text(kLeft, kSeriesTop - 14, "Round trip over the run (range per pixel column; red: lost)",
+            "font-weight=\"bold\"");
+  for (const double t : logTicks(lo, hi)) {
+    s += line(kLeft, ty(t), kRight, ty(t), "stroke=\"#e4e4e4\"");
+    s += text(kLeft - 6, ty(t) + 4, microsLabel(t), "text-anchor=\"end\"");
+  }
+  if (period > lo && period < hi) {
+    s += line(kLeft, ty(period), kRight, ty(period),
+              "stroke=\"#b03030\" stroke-dasharray=\"6,4\"");
+    s += text(kRight - 4, ty(period) - 4, "one period (" + microsLabel(period) + " µs)",
+              "text-anchor=\"end\" fill=\"#b03030\"");
+  }
+  std::string path;
+  for (int k = 0; k < columns; ++k) {
+    if (column_max[k] <= 0.0) continue;
+    const double x = kLeft + k + 0.5;
+    const double y_low = ty(column_min[k]), y_high = ty(column_max[k]);
+    path.append("M").append(px(x)).append(" ").append(px(y_low + 0.5));
+    path.append("V").append(px(std::min(y_high, y_low) - 0.5));
+  }
+  s += "<path d=\"" + path + "\" stroke=\"#4a7ab8\" stroke-width=\"1\" fill=\"none\"/>\n";
+  std::string lost_path;
+  for (int k = 0; k < columns; ++k) {
+    if (column_lost[k]) {
+      lost_path.append("M").append(px(kLeft + k + 0.5)).append(" ").append(px(kSeriesBottom));
+      lost_path.append("V").append(px(kSeriesBottom - 8));
+    }
+  }
+  if (!lost_path.empty()) {
+    s += "<path d=\"" + lost_path + "\" stroke=\"#d62020\" stroke-width=\"1\" fill=\"none\"/>\n";
+  }
+  for (const double t : time_ticks) {
+    s += line(tx(t), kSeriesBottom, tx(t), kSeriesBottom + 5, "stroke=\"black\"");
+    s += text(tx(t), kSeriesBottom + 18, format("%g", t), "text-anchor=\"middle\"");
+  }
+  s += line(kLeft, kSeriesBottom, kRight, kSeriesBottom, "stroke=\"black\"");
+  s += line(kLeft, kSeriesTop, kLeft, kSeriesBottom, "stroke=\"black\"");
+  s += text((kLeft + kRight) / 2, kSeriesBottom + 36, "time since the first command [s]",
+            "text-anchor=\"middle\"");
+  s += text(20, (kSeriesTop + kSeriesBottom) / 2, "round trip [µs] (log scale)",
+            "text-anchor=\"middle\" transform=\"rotate(-90 20 " +
+                px((kSeriesTop + kSeriesBottom) / 2) + ")\"");
+  s += "</g>\n";
+  s += "</svg>\n";
+  out << s;
+}
+
+}  // namespace hilsim::client

@@ -1,0 +1,249 @@
+// `hilsim latency` in process against a live in-process server, for about a second per run: over
+// UDP and over the gRPC Control stream, in LOCKSTEP and REALTIME. On loopback in lockstep no
+// command may be lost; every round trip is positive, every command age and one-way time ≥ 0, the
+// drift is measured, the server's statistics agree with the client's counts, and the CSV and SVG
+// files are written. Also the command line's errors.
+#include "client/cli/latency.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/cli/app.h"
+#include "server/server.h"
+
+namespace hilsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LatencyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server::ServerConfig config;
+    config.grpc_port = 0;
+    config.udp_port_first = config.udp_port_last = 0;
+    config.metrics_enabled = false;
+    config.model_directory = HILSIM_MODEL_DIR;
+    config.log_level = "warn";
+    server_ = std::make_unique<server::Server>(config);
+    server_->start();
+  }
+  void TearDown() override { server_->shutdown(); }
+
+  LatencyOptions options(const std::string& transport, const std::string& mode) const {
+    LatencyOptions o;
+    o.server = server_->grpcTarget();
+    o.transport = transport;
+    o.mode = mode;
+    o.rate = 1000;
+    o.duration = 1.0;
+    return o;
+  }
+
+  std::unique_ptr<server::Server> server_;
+};
+
+/// The text report, to show with a failure.
+std::string text(const client::LatencyReport& r) {
+  std::ostringstream out;
+  client::writeLatencyText(r, out);
+  int shown = 0;
+  for (const client::CommandRecord& c : r.commands) {
+    if (c.answered() || shown++ >= 5) continue;
+    out << "lost: sequence " << c.sequence << ", sent "
+        << c.send_time_ns - r.commands[0].send_time_ns << " ns after the first\n";
+  }
+  return out.str();
+}
+
+/// What every run must show, whatever the transport and mode.
+void expectSaneReport(const client::LatencyReport& r) {
+  // every planned period either sent a command or was skipped because this thread was late
+  EXPECT_EQ(r.counts.sent + r.info.loop_overruns, 1000u);
+  EXPECT_GT(r.counts.sent, 500u);
+  EXPECT_GT(r.round_trip.count, 0u);
+  EXPECT_GT(r.round_trip.min, 0.0);
+  EXPECT_GE(r.command_age.min, 0.0);
+  EXPECT_GT(r.command_age.count, 0u);
+  ASSERT_TRUE(r.info.same_host);  // the server is on 127.0.0.1
+  EXPECT_GT(r.one_way.count, 0u);
+  EXPECT_GE(r.one_way.min, 0.0);
+  // one way is part of the round trip, and so is the command age (same clock)
+  EXPECT_LE(r.one_way.p50, r.round_trip.p50);
+  EXPECT_LE(r.command_age.p50, r.round_trip.p50);
+  EXPECT_EQ(r.info.model, "iiwa14");  // the server's default model
+  ASSERT_TRUE(r.server_stats.has_value());
+  EXPECT_FALSE(r.server_stats->has_fault()) << r.server_stats->fault().reason();
+  EXPECT_GT(r.simulated_s, 0.5);
+  EXPECT_GT(r.wall_s, 0.5);
+}
+
+TEST_F(LatencyTest, UdpLockstepLosesNothing) {
+  const client::LatencyReport r = runLatency(options("udp", "lockstep"));
+  SCOPED_TRACE(text(r));
+  expectSaneReport(r);
+  EXPECT_EQ(r.info.mode, "lockstep");
+  EXPECT_EQ(r.counts.lost, 0u);
+  EXPECT_EQ(r.counts.answered, r.counts.sent);
+  EXPECT_EQ(r.counts.superseded, 0u);
+  EXPECT_EQ(r.states.missing_cycles, 0u);
+  // the server saw every command (and the sync) over UDP, none rejected
+  EXPECT_EQ(r.server_stats->udp().accepted(), r.counts.sent + 1);
+  EXPECT_EQ(r.server_stats->udp().received(), r.server_stats->udp().accepted());
+  EXPECT_EQ(r.server_stats->commands().applied(), r.counts.sent);
+  // lockstep: one cycle of 1 ms per command at 1 kHz, so simulated and wall time match to within
+  // the controller's scheduling (generous on a loaded machine)
+  EXPECT_NEAR(r.simulated_s, (r.counts.sent - 1) * 1e-3, 1e-9);
+  EXPECT_NEAR(r.real_time_factor, 1.0, 0.2);
+}
+
+TEST_F(LatencyTest, GrpcLockstepLosesNothing) {
+  const client::LatencyReport r = runLatency(options("grpc", "lockstep"));
+  SCOPED_TRACE(text(r));
+  expectSaneReport(r);
+  EXPECT_EQ(r.counts.lost, 0u);
+  EXPECT_EQ(r.counts.answered, r.counts.sent);
+  EXPECT_EQ(r.states.missing_cycles, 0u);
+  EXPECT_EQ(r.server_stats->grpc().accepted(), r.counts.sent + 1);
+  EXPECT_EQ(r.server_stats->udp().received(), 0u);
+}
+
+TEST_F(LatencyTest, UdpRealtimeAnswersAlmostEveryCommand) {
+  const client::LatencyReport r = runLatency(options("udp", "realtime"));
+  SCOPED_TRACE(text(r));
+  expectSaneReport(r);
+  EXPECT_EQ(r.info.mode, "realtime");
+  // loopback loses nothing, but a command whose answer is still in flight when the run ends may
+  // be counted lost; superseded commands are answered
+  EXPECT_LE(r.counts.lost, r.counts.sent / 100);
+  // realtime: the States of every cycle stream in (a loaded machine may skip a few)
+  EXPECT_GT(r.states.received, r.counts.sent / 2);
+  EXPECT_GT(r.real_time_factor, 0.5);
+  EXPECT_LT(r.real_time_factor, 1.5);
+}
+
+TEST_F(LatencyTest, CommandLineOverGrpcRealtimeWritesTheFiles) {
+  const fs::path dir = fs::temp_directory_path() / ("hilsim_latency_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string csv = (dir / "latency.csv").string(), svg = (dir / "latency.svg").string();
+  std::ostringstream out, err;
+  const int code = run({"latency", "--server", server_->grpcTarget(), "--transport", "grpc",
+                        "--mode", "realtime", "--duration", "1", "--csv", csv, "--svg", svg},
+                       out, err);
+  ASSERT_EQ(code, 0) << err.str();
+  EXPECT_TRUE(err.str().empty()) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("hilsim latency: GRPC, 1000 Hz, iiwa14 (realtime 1000 Hz)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("round trip"), std::string::npos);
+  EXPECT_NE(text.find("server statistics (GetStats)"), std::string::npos);
+
+  std::ifstream csv_file(csv);
+  std::string line;
+  int rows = -1;  // the header
+  while (std::getline(csv_file, line)) ++rows;
+  EXPECT_GT(rows, 500);
+  std::ifstream svg_file(svg);
+  std::stringstream svg_text;
+  svg_text << svg_file.rdbuf();
+  EXPECT_NE(svg_text.str().find("<svg"), std::string::npos);
+  EXPECT_NE(svg_text.str().find("</svg>"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_F(LatencyTest, AttachesToAnExistingSessionAndPrintsJson) {
+  std::ostringstream created, err;
+  ASSERT_EQ(run({"session", "create", "--server", server_->grpcTarget(), "--model", "iiwa14",
+                 "--mode", "lockstep", "--start"},
+                created, err),
+            0)
+      << err.str();
+  // "session    <id>" and "udp token  <hex>  (…)"
+  std::istringstream lines(created.str());
+  std::string line, id, token;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string key, value;
+    words >> key;
+    if (key == "session") words >> id;
+    if (key == "udp") {
+      words >> value >> token;
+      if (value != "token") token.clear();
+    }
+  }
+  ASSERT_FALSE(id.empty()) << created.str();
+  ASSERT_EQ(token.size(), 32u) << created.str();
+  std::ostringstream out;
+  ASSERT_EQ(run({"latency", "--server", server_->grpcTarget(), "--session", id, "--udp-token",
+                 token, "--duration", "0.5", "--json"},
+                out, err),
+            0)
+      << err.str();
+  EXPECT_NE(out.str().find("\"session_id\": " + id), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\"mode\": \"lockstep\""), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\"server_stats\": {"), std::string::npos) << out.str();
+  // the session was not created by the run, so it is still there
+  const std::string target = server_->grpcTarget();
+  std::ostringstream listed;
+  ASSERT_EQ(run({"session", "list", "--server", target}, listed, err), 0);
+  EXPECT_NE(listed.str().find("RUNNING"), std::string::npos) << listed.str();
+  // the other session commands on it
+  std::ostringstream stats;
+  ASSERT_EQ(run({"session", "stats", id, "--server", target}, stats, err), 0) << err.str();
+  EXPECT_NE(stats.str().find("compute time"), std::string::npos) << stats.str();
+  EXPECT_NE(stats.str().find("states_sent"), std::string::npos) << stats.str();
+  std::ostringstream info;
+  ASSERT_EQ(run({"session", "get", id, "--server", target, "--json"}, info, err), 0) << err.str();
+  EXPECT_NE(info.str().find("\"session_id\": \"" + id + "\""), std::string::npos) << info.str();
+  EXPECT_EQ(info.str().find("udp_token"), std::string::npos) << "GetSession never shows it";
+  std::ostringstream paused, closed, gone, gone_err;
+  ASSERT_EQ(run({"session", "pause", id, "--server", target}, paused, err), 0) << err.str();
+  EXPECT_NE(paused.str().find("PAUSED"), std::string::npos) << paused.str();
+  ASSERT_EQ(run({"session", "close", id, "--server", target}, closed, err), 0) << err.str();
+  EXPECT_NE(closed.str().find("closed; final statistics"), std::string::npos) << closed.str();
+  EXPECT_EQ(run({"session", "get", id, "--server", target}, gone, gone_err), kExitFailure);
+  EXPECT_EQ(gone_err.str().rfind("hilsim: error: GetSession: NOT_FOUND", 0), 0u) << gone_err.str();
+  EXPECT_EQ(run({"session", "get", "abc", "--server", target}, gone, gone_err), kExitUsage);
+}
+
+TEST_F(LatencyTest, BadOptionsAndUnknownSessionsAreOneLineErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::string target = server_->grpcTarget();
+  const std::vector<Case> cases = {
+      {{"latency", "--server", target, "--transport", "tcp"}, kExitUsage, "--transport"},
+      {{"latency", "--server", target, "--rate", "0"}, kExitUsage, "--rate"},
+      {{"latency", "--server", target, "--duration", "-1"}, kExitUsage, "--duration"},
+      {{"latency", "--server", target, "--mode", "free"}, kExitUsage, "--mode"},
+      {{"latency", "--server", target, "--session", "7"}, kExitUsage, "--udp-token"},
+      {{"latency", "--server", target, "--session", "7", "--udp-token", "xyz"}, kExitUsage,
+       "32 hex digits"},
+      {{"latency", "--server", target, "--session", "99", "--transport", "grpc"}, kExitFailure,
+       "GetSession: NOT_FOUND"},
+      {{"latency", "--server", target, "--model", "nope", "--duration", "0.1"}, kExitFailure,
+       "CreateSession: NOT_FOUND"},
+  };
+  for (const Case& c : cases) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run(c.args, out, err), c.code) << err.str();
+    const std::string message = err.str();
+    EXPECT_TRUE(out.str().empty()) << out.str();
+    EXPECT_EQ(message.rfind("hilsim: error: ", 0), 0u) << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  }
+}
+
+}  // namespace
+}  // namespace hilsim::cli
