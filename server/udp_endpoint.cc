@@ -65,6 +65,9 @@ UdpEndpoint::~UdpEndpoint() { stop(); }
 
 void UdpEndpoint::start() {
   if (started_.exchange(true) || stopped_.load()) return;
+  // spdlog's registry is created on first use: make that this thread, before the network thread
+  // can log, rather than a race between the two.
+  spdlog::default_logger_raw();
   receiveNext();
   thread_ = std::thread([this] {
     try {
