@@ -7,6 +7,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -424,6 +429,54 @@ TEST_F(ServerTest, AccessTokenIsRequiredWhenConfigured) {
             StatusCode::UNAUTHENTICATED);
   token_ = "s3cret";
   EXPECT_TRUE(stub_->ListModels(context().get(), {}, &models).ok());
+}
+
+// A plain HTTP GET on loopback: the body.
+std::string httpGet(std::uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval timeout{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    ::send(fd, request.data(), request.size(), 0);
+    char buffer[4096];
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) response.append(buffer, n);
+  }
+  ::close(fd);
+  const std::size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? std::string() : response.substr(body + 4);
+}
+
+// The running server's /metrics shows its sessions' figures, sampled at scrape time.
+TEST_F(ServerTest, MetricsEndpointShowsTheRunningSessions) {
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.metrics_enabled = true;
+  config.metrics_port = 0;
+  startServer(config);
+  ASSERT_NE(server_->metricsPort(), 0);
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("pendulum");
+  request.mutable_config()->set_name("swing");
+  v1::CreateSessionResponse created;
+  ASSERT_TRUE(create(request, &created).ok());
+  ASSERT_TRUE(start(created.session().session_id()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  const std::string text = httpGet(server_->metricsPort(), "/metrics");
+  const std::string labels = "session_id=\"" + std::to_string(created.session().session_id()) +
+                             "\",session=\"swing\",model=\"pendulum\"";
+  const std::size_t cycles = text.find("hilsim_cycles_total{" + labels + "}");
+  ASSERT_NE(cycles, std::string::npos) << text;
+  const double value = std::stod(text.substr(text.find('}', cycles) + 1));
+  EXPECT_GT(value, 50.0);  // ~200 cycles at 1 kHz
+  EXPECT_NE(text.find("# TYPE hilsim_wakeup_latency_seconds histogram"), std::string::npos);
 }
 
 // Shutdown with a controller and a viewer attached: both streams end, nothing hangs.
