@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rt/clock.h"
+#include "rt/futex.h"
 #include "server/conversions.h"
 
 namespace hilsim::server {
@@ -245,6 +246,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       }
     } else if (lockstep) {
       pending_.push_back(command_.sequence());
+      answerDirectly(counters);
     }
     // Lockstep back-pressure: with the command channel full of unanswered commands the next
     // read waits for an answer, so gRPC flow control holds the controller back.
@@ -261,6 +263,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       finishLocked({StatusCode::CANCELLED, "stream broken"});
       return;
     }
+    if (finish_requested_) return;  // nothing is written after Finish
     TransportCounters* counters = session_ ? &session_->grpcCounters() : nullptr;
     if (!writer_.next(counters) && finish_after_write_) finishLocked(final_status_);
   }
@@ -324,6 +327,33 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   }
 
  private:
+  // LOCKSTEP: the cycle of a command usually ends within microseconds. This reaction watches for
+  // it for up to lockstep_spin and writes the answer itself, which saves the publisher's wake-up;
+  // a longer cycle is answered by the publisher (pending_ keeps a state from going out twice).
+  // Bounded, so the reaction stays short.
+  void answerDirectly(TransportCounters& counters) {
+    const rt::Session& session = session_->session();
+    const rt::Nanoseconds until = rt::monotonicNow() + session.config().lockstep_spin;
+    std::uint64_t looked_at = ~std::uint64_t{0};
+    while (!pending_.empty()) {
+      const std::uint64_t cycle = session.publishedCycle();
+      if (cycle != looked_at) {
+        looked_at = cycle;
+        direct_ = session_->session().latestState();
+        if (direct_.command_steps_left == 0 && direct_.command_sequence >= pending_.front()) {
+          while (!pending_.empty() && pending_.front() <= direct_.command_sequence) {
+            pending_.pop_front();
+          }
+          direct_.state = session.state();
+          writer_.offer(*session_, direct_, &counters);
+          return;
+        }
+      }
+      if (rt::monotonicNow() >= until) return;
+      rt::cpuRelax();
+    }
+  }
+
   // The first message names the session; the stream serves it until the end.
   bool bind() {
     std::shared_ptr<ServerSession> session = registry_.find(command_.session_id());
@@ -377,6 +407,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   SequenceGate gate_;
   StateWriter<ControlReactor> writer_;
   std::deque<std::uint64_t> pending_;  // lockstep: accepted commands not answered yet
+  rt::StateSnapshot direct_;           // lockstep: the state answerDirectly looks at
   std::size_t capacity_ = 64;
   std::uint64_t sync_target_ = 0;      // lockstep: cycle that answers a step request
   bool read_paused_ = false;
@@ -421,6 +452,7 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
       finishLocked({StatusCode::CANCELLED, "stream broken"});
       return;
     }
+    if (finished_) return;  // nothing is written after Finish
     writer_.next(nullptr);
   }
   void OnCancel() override {

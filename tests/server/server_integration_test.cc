@@ -266,6 +266,8 @@ TEST_F(ServerTest, PdControlOverControlStreamConverges) {
     if (!stream->Write(command)) break;
   }
   stream->WritesDone();
+  while (stream->Read(&state)) {  // the States still on their way, until the server ends it
+  }
   const grpc::Status status = stream->Finish();
   EXPECT_TRUE(status.ok()) << status.error_message();
   // Critically damped-ish joint loops settle in well under a second; 2 s more of holding.
