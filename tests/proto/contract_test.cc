@@ -575,12 +575,12 @@ TEST(Contract, ServiceHasEveryRpcWithItsStreamingShape) {
     EXPECT_EQ(method->client_streaming(), rpc.client_streaming);
     EXPECT_EQ(method->server_streaming(), rpc.server_streaming);
   }
-  // the generated code offers the callback API the server is to use (STYLE.md §7) and a stub
+  // the generated code offers the callback API the server uses (STYLE.md §7) and a stub
   static_assert(std::is_class_v<v1::Simulation::CallbackService>);
   static_assert(std::is_class_v<v1::Simulation::Stub>);
 }
 
-TEST(Contract, StatsCarryEveryCounterOfTheBrief) {
+TEST(Contract, StatsCarryEveryDocumentedCounter) {
   const pb::Descriptor* stats = v1::SessionStats::descriptor();
   for (const char* field : {"state", "mode", "fault", "cycles", "time", "wall_time_running",
                             "real_time_factor", "timing", "commands", "watchdog", "udp", "grpc",
