@@ -90,6 +90,15 @@ void LatencyHistogram::recordCorrected(Nanoseconds value, Nanoseconds expected_i
 
 HistogramSnapshot LatencyHistogram::snapshot() const noexcept {
   HistogramSnapshot s;
+  snapshot(s);
+  return s;
+}
+
+void LatencyHistogram::snapshot(HistogramSnapshot& s) const noexcept {
+  s.count_ = 0;  // every field is written below; no temporary
+  s.sum_ = 0;
+  s.min_ = 0;
+  s.max_ = 0;
   // buckets first (acquire), then the figures their records published (class comment); the count
   // is the buckets' own total so that percentiles always find their rank
   std::uint64_t total = 0;
@@ -97,12 +106,11 @@ HistogramSnapshot LatencyHistogram::snapshot() const noexcept {
     s.counts_[i] = counts_[i].load(std::memory_order_acquire);
     total += s.counts_[i];
   }
-  if (total == 0) return s;
+  if (total == 0) return;
   s.count_ = total;
   s.sum_ = sum_.load(std::memory_order_relaxed);
   s.min_ = min_.load(std::memory_order_relaxed);
   s.max_ = max_.load(std::memory_order_relaxed);
-  return s;
 }
 
 HistogramSummary LatencyHistogram::summary() const noexcept { return snapshot().summary(); }

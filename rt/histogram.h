@@ -188,6 +188,8 @@ class LatencyHistogram {
 
   /// Copies the counts (any thread; see the class comment for consistency during writes).
   HistogramSnapshot snapshot() const noexcept;
+  /// The same, written into `out` (no 28 KB temporary on a small stack, e.g. an HTTP thread's).
+  void snapshot(HistogramSnapshot& out) const noexcept;
   /// snapshot().summary().
   HistogramSummary summary() const noexcept;
   /// Number of recorded values, without copying the buckets (any thread).

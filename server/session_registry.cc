@@ -297,9 +297,10 @@ std::vector<SessionMetricsSample> SessionRegistry::sample() const {
     out.name = session.name();
     out.model = sessions[i].second;
     session.fillStats(&out.stats);
-    out.wakeup_latency = session.session().monitor().wakeupLatency().snapshot();
-    out.compute_time = session.session().monitor().computeTime().snapshot();
-    out.engine_step = session.session().stepTime().snapshot();
+    // In place: this runs on the metrics server's thread, whose stack is small.
+    session.session().monitor().wakeupLatency().snapshot(out.wakeup_latency);
+    session.session().monitor().computeTime().snapshot(out.compute_time);
+    session.session().stepTime().snapshot(out.engine_step);
   }
   return samples;
 }

@@ -18,6 +18,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -104,10 +105,18 @@ bool hasLine(const std::string& text, const std::string& line) {
 const std::vector<rt::Nanoseconds> kWakeups = {500,     1'500,     3'000,       7'000,
                                                150'000, 2'500'000, 150'000'000, 20'000'000'000};
 
+// Records `values` and writes the snapshot into `out`; the histogram lives on the heap because
+// the source runs on the exposer's thread, whose stack is small.
+void snapshotOf(const std::vector<rt::Nanoseconds>& values, rt::HistogramSnapshot& out) {
+  const auto histogram = std::make_unique<rt::LatencyHistogram>();
+  for (const rt::Nanoseconds v : values) histogram->record(v);
+  histogram->snapshot(out);
+}
+
 rt::HistogramSnapshot snapshotOf(const std::vector<rt::Nanoseconds>& values) {
-  rt::LatencyHistogram histogram;
-  for (const rt::Nanoseconds v : values) histogram.record(v);
-  return histogram.snapshot();
+  rt::HistogramSnapshot out;
+  snapshotOf(values, out);
+  return out;
 }
 
 std::vector<SessionMetricsSample> fakeSessions() {
@@ -164,9 +173,9 @@ std::vector<SessionMetricsSample> fakeSessions() {
   step = s.add_rt_setup();
   step->set_name("lock_memory");
   step->set_applied(true);
-  arm.wakeup_latency = snapshotOf(kWakeups);
-  arm.compute_time = snapshotOf({40'000, 60'000});
-  arm.engine_step = snapshotOf({30'000});
+  snapshotOf(kWakeups, arm.wakeup_latency);
+  snapshotOf({40'000, 60'000}, arm.compute_time);
+  snapshotOf({30'000}, arm.engine_step);
 
   SessionMetricsSample& idle = sessions[1];
   idle.id = 8;
