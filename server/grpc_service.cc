@@ -242,7 +242,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       } else {
         v1::State latest;
         session_->latestState(&latest);
-        writer_.offer(latest, &counters);
+        offer(latest, &counters);
       }
     } else if (lockstep) {
       pending_.push_back(command_.sequence());
@@ -268,9 +268,13 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
     if (!writer_.next(counters) && finish_after_write_) finishLocked(final_status_);
   }
 
-  void onState(const rt::StateSnapshot& state, bool changed) override {
+  void onState(const rt::StateSnapshot& state, bool state_changed) override {
     std::lock_guard lock(mutex_);
     if (finish_requested_ || finish_after_write_) return;
+    // The publisher's first call to a new sink says "changed" without a change: only a state that
+    // differs from the one seen before is a life-cycle change.
+    const bool changed = state_changed && state.state != seen_state_;
+    seen_state_ = state.state;
     TransportCounters* counters = &session_->grpcCounters();
     bool send = false;
     switch (session_->mode()) {
@@ -303,12 +307,29 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       pending_.clear();
       sync_target_ = 0;
     }
-    if (send) writer_.offer(*session_, state, counters);
+    // Never the same state twice in a row (e.g. one a direct answer or a sync reply sent first).
+    if (send && !(has_sent_ && state.cycle == sent_cycle_ && toProto(state.state) == sent_state_)) {
+      offer(state, counters);
+    }
     if (changed && state.state == rt::SessionState::kStopped) {
       endAfterWrite(Status::OK);
     } else if (changed && state.state == rt::SessionState::kFaulted) {
       endAfterWrite({StatusCode::ABORTED, session_->session().stats().fault});
     }
+  }
+
+  // Every state written goes through one of these two, which remember it.
+  void offer(const rt::StateSnapshot& state, TransportCounters* counters) {
+    has_sent_ = true;
+    sent_cycle_ = state.cycle;
+    sent_state_ = toProto(state.state);
+    writer_.offer(*session_, state, counters);
+  }
+  void offer(const v1::State& state, TransportCounters* counters) {
+    has_sent_ = true;
+    sent_cycle_ = state.cycle();
+    sent_state_ = state.state();
+    writer_.offer(state, counters);
   }
 
   void onClosed() override {
@@ -345,7 +366,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
             pending_.pop_front();
           }
           direct_.state = session.state();
-          writer_.offer(*session_, direct_, &counters);
+          offer(direct_, &counters);
           return;
         }
       }
@@ -374,6 +395,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       return false;
     }
     claimed_ = true;
+    seen_state_ = state;
     session_ = std::move(session);
     capacity_ = std::max<std::size_t>(1, session_->effectiveConfig().command_capacity());
     registered_ = true;
@@ -408,6 +430,10 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   StateWriter<ControlReactor> writer_;
   std::deque<std::uint64_t> pending_;  // lockstep: accepted commands not answered yet
   rt::StateSnapshot direct_;           // lockstep: the state answerDirectly looks at
+  rt::SessionState seen_state_ = rt::SessionState::kCreated;  // as of the last onState
+  bool has_sent_ = false;              // the state written last: cycle and life-cycle state
+  std::uint64_t sent_cycle_ = 0;
+  v1::SessionState sent_state_ = v1::SESSION_STATE_UNSPECIFIED;
   std::size_t capacity_ = 64;
   std::uint64_t sync_target_ = 0;      // lockstep: cycle that answers a step request
   bool read_paused_ = false;
