@@ -398,7 +398,6 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
     seen_state_ = state;
     session_ = std::move(session);
     capacity_ = std::max<std::size_t>(1, session_->effectiveConfig().command_capacity());
-    registered_ = true;
     session_->addSink(this);
     return true;
   }
@@ -438,7 +437,6 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   std::uint64_t sync_target_ = 0;      // lockstep: cycle that answers a step request
   bool read_paused_ = false;
   bool claimed_ = false;
-  bool registered_ = false;
   bool finish_requested_ = false;
   bool finish_after_write_ = false;
   Status final_status_;

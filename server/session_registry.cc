@@ -119,7 +119,7 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                 model_directory_.empty()) {
               return invalid("model.yaml: urdf '" + path.string() +
                              "' is outside the server's model directory (name a bundled file, "
-                             "e.g. '" + std::string("solo12.urdf") + "')");
+                             "e.g. 'solo12.urdf')");
             }
           }
         } catch (const YAML::Exception&) {

@@ -208,7 +208,7 @@ void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds rece
   const bool lockstep = mode_ == rt::SessionMode::kLockstep;
   const bool step_request = sync && lockstep && command.steps() >= 1;
   // the cycle the step request starts from (commands still queued ahead of it are not counted)
-  const std::uint64_t from_cycle = step_request ? session_.session().latestState().cycle : 0;
+  const std::uint64_t from_cycle = step_request ? session_.session().publishedCycle() : 0;
   bool new_peer = false;
   {
     std::lock_guard lock(send_mutex_);

@@ -240,7 +240,9 @@ TEST(UdpEndpoint, APipeliningLockstepControllerGetsEveryCommandAnsweredOrCounted
   EXPECT_EQ(newest_cycle, kCommands - dropped);  // one cycle per applied command
   EXPECT_EQ(answered.size() + load(rig.udp().states_skipped) + dropped,
             static_cast<std::uint64_t>(kCommands));
-  if (dropped == 0) EXPECT_TRUE(answered.count(last));
+  if (dropped == 0) {
+    EXPECT_TRUE(answered.count(last));
+  }
 }
 
 TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {
