@@ -821,8 +821,10 @@ TEST_F(CliTest, RtProbeMeasuresBothLoopsAndPrintsJson) {
   }
   EXPECT_EQ(r.out.find("[info]"), std::string::npos) << "log lines go to stderr";
   EXPECT_EQ(r.out.front(), '{');
-  // Every one of the 300 scheduled cycles is accounted for: run, or skipped by the overrun
-  // policy (many are on a loaded machine under the sanitizers).
+  // The cycles of the 0.3 s running window are accounted for: run, or skipped by the overrun
+  // policy (many are on a loaded machine under the sanitizers). The window is the caller's
+  // sleep between start and pause, so it is 300 cycles only up to the thread's start-up lag and
+  // the sleep's overshoot: up to 15 ms and 30 ms on a loaded 2-vCPU machine.
   const std::string key = "\"hilsim\": {\"cycles\": ";
   const std::size_t hilsim = r.out.find(key);
   const long cycles = std::stol(r.out.substr(hilsim + key.size()));
@@ -830,8 +832,8 @@ TEST_F(CliTest, RtProbeMeasuresBothLoopsAndPrintsJson) {
   const long skipped =
       std::stol(r.out.substr(r.out.find(skipped_key, hilsim) + skipped_key.size()));
   EXPECT_GT(cycles, 0);
-  EXPECT_GE(cycles + skipped, 299);
-  EXPECT_LE(cycles + skipped, 301);
+  EXPECT_GE(cycles + skipped, 285);
+  EXPECT_LE(cycles + skipped, 330);
 }
 
 TEST_F(CliTest, RtProbeTextReport) {
