@@ -2,6 +2,7 @@
 
 #include <Eigen/Cholesky>
 
+#include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
@@ -59,6 +60,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
                            std::span<const ForceVector> f_ext_B) {
   assert(q.size() == model.nq && v.size() == model.nv && tau.size() == model.nv);
   assert(f_ext_B.empty() || static_cast<int>(f_ext_B.size()) == model.nbodies);
+  if (model.has_flexible_bodies) return flexibleAba(model, data, q, v, tau, f_ext_B);
 
   // outward sweep: kinematics, a_m(k) = c_W, and start P(k) = M(k), z(k) = b_m(k) − f_ext
   data.V_W[0].setZero();
@@ -89,27 +91,10 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
     z.noalias() += P * data.c_W[i];  // z(k) = Φ z⁺(k−1) + P(k) a_m(k) + b_m(k)
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
-      using MatrixNV = Eigen::Matrix<double, NV, NV>;
-      using VectorNV = Eigen::Matrix<double, NV, 1>;
-      const auto S = data.S_W.middleCols<NV>(iv);
       Eigen::Matrix<double, 6, NV> U;
-      U.noalias() = P * S;                                          // P ℋ*
-      MatrixNV D;
-      D.noalias() = S.transpose() * U;                              // D(k) = ℋ P ℋ*
-      D.diagonal() += model.armature.segment<NV>(iv);
-      auto D_inv = data.D_inv[i].topLeftCorner<NV, NV>();
-      if constexpr (NV == 1) {
-        D_inv(0, 0) = 1.0 / D(0, 0);
-      } else {
-        D_inv = D.inverse();  // D is SPD and at most 6 × 6
-      }
-      auto G = data.G_W.middleCols<NV>(iv);
-      G.noalias() = U * D_inv;                                      // G(k) = P ℋ* D⁻¹
-      // ε(k) = T(k) − ℋ(k) z(k), with the damping force part of T
-      VectorNV epsilon = tau.segment<NV>(iv) - model.damping.segment<NV>(iv).cwiseProduct(
-                                                   v.segment<NV>(iv));
-      epsilon.noalias() -= S.transpose() * z;
-      data.nu.segment<NV>(iv).noalias() = D_inv * epsilon;          // ν(k) = D⁻¹ ε
+      Eigen::Matrix<double, NV, 1> epsilon;
+      detail::articulatedJointStep<NV>(model, data, i, P, z, v, tau, U, epsilon);
+      const auto G = data.G_W.middleCols<NV>(iv);
       if (parent > 0) {
         // z⁺(k) = z + G ε and P⁺(k) = τ̄ P = P − G ℋ P, accumulated straight into the parent
         ForceVector& z_parent = data.z_W[parent];

@@ -1,11 +1,13 @@
 #include "engine/algorithms/crba.h"
 
+#include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
 
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorXd& q) {
   assert(q.size() == model.nq);
+  if (model.has_flexible_bodies) return flexibleCrba(model, data, q);
   // outward sweep: poses, motion subspaces and body inertias in W
   for (int i = 1; i < model.nbodies; ++i) {
     detail::jointPositionStep(model, data, i, q.data());
@@ -17,6 +19,7 @@ const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorX
 namespace detail {
 
 const Eigen::MatrixXd& crbaInwardSweep(const Model& model, Data& data) {
+  if (model.has_flexible_bodies) return flexibleCrbaInwardSweep(model, data);
   // R(k) = M(k) to start the composite inertias
   for (int i = 1; i < model.nbodies; ++i) data.inertia_W[i].matrix(data.P_W[i]);
 

@@ -1,5 +1,6 @@
 #include "engine/algorithms/energy.h"
 
+#include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
@@ -7,6 +8,7 @@ namespace hilsim {
 double kineticEnergy(const Model& model, Data& data, const Eigen::VectorXd& q,
                      const Eigen::VectorXd& v) {
   assert(q.size() == model.nq && v.size() == model.nv);
+  if (model.has_flexible_bodies) return flexibleKineticEnergy(model, data, q, v);
   data.V_W[0].setZero();
   MotionVector joint_velocity;
   double energy = 0.0;
@@ -23,6 +25,7 @@ double kineticEnergy(const Model& model, Data& data, const Eigen::VectorXd& q,
 
 double potentialEnergy(const Model& model, Data& data, const Eigen::VectorXd& q) {
   assert(q.size() == model.nq);
+  if (model.has_flexible_bodies) return flexiblePotentialEnergy(model, data, q);
   double energy = 0.0;
   for (int i = 1; i < model.nbodies; ++i) {
     detail::jointPositionStep(model, data, i, q.data());

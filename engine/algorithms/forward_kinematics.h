@@ -27,4 +27,14 @@ Vector3 bodyOriginVelocity(const Data& data, int body);
 /// Classical linear acceleration of body i's origin, in W [m/s²] (after forwardKinematics with a).
 Vector3 bodyOriginAcceleration(const Data& data, int body);
 
+/// Pose in W of node `node` of flexible body `body`, deformed by the body's modal coordinates in
+/// q (call after forwardKinematics with the same q).
+Transform nodePlacement(const Model& model, const Data& data, const Eigen::VectorXd& q, int body,
+                        int node);
+
+/// Spatial velocity of that node's frame, in W about W's origin (after forwardKinematics with q
+/// and v).
+MotionVector nodeVelocity(const Model& model, const Data& data, const Eigen::VectorXd& q,
+                          const Eigen::VectorXd& v, int body, int node);
+
 }  // namespace hilsim

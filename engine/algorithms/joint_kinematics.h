@@ -26,6 +26,66 @@ inline void withJointSize(int nv_i, F&& f) {
 
 namespace hilsim::detail {
 
+/// The columns of S_W for joint i, from its joint frame pose X_WJ[i] and its q_i.
+inline void motionSubspaceStep(const Model& model, Data& data, int i, const double* q_i) {
+  const Joint& joint = model.joints[i];
+  const Transform& X_WJ = data.X_WJ[i];
+  const int iv = model.idx_v[i];
+  switch (joint.type) {
+    case JointType::kRevolute: {
+      // S = [a; p × a], a the axis in W, p a point on it (the joint frame origin)
+      auto s = data.S_W.col(iv);
+      s.head<3>().noalias() = X_WJ.rotation * joint.axis;
+      s.tail<3>() = X_WJ.translation.cross(s.head<3>());
+      break;
+    }
+    case JointType::kPrismatic: {
+      auto s = data.S_W.col(iv);
+      s.head<3>().setZero();
+      s.tail<3>().noalias() = X_WJ.rotation * joint.axis;
+      break;
+    }
+    default: {
+      jointMotionSubspace(joint, q_i, data.S_J);
+      for (int k = 0; k < model.nv_joint[i]; ++k) {
+        auto s = data.S_W.col(iv + k);
+        X_WJ.actMotion(data.S_J.col(k), s);
+      }
+    }
+  }
+}
+
+/// The joint step of the articulated-body inward sweep (seed 004 (6.1), (7.2)) on the
+/// articulated inertia P and bias z of body i: U = P ℋ*, D = ℋ P ℋ* + armature, G = U D⁻¹ (into
+/// G_W), ε = T − ℋ z with T = τ − damping v, ν = D⁻¹ ε (into nu). Returns U and ε for the
+/// caller's update P⁺ = P − G Uᵀ, z⁺ = z + G ε.
+template <int NV>
+inline void articulatedJointStep(const Model& model, Data& data, int i, const Matrix6& P,
+                                 const ForceVector& z, const Eigen::VectorXd& v,
+                                 const Eigen::VectorXd& tau, Eigen::Matrix<double, 6, NV>& U,
+                                 Eigen::Matrix<double, NV, 1>& epsilon) {
+  using MatrixNV = Eigen::Matrix<double, NV, NV>;
+  const int iv = model.idx_v[i];
+  const auto S = data.S_W.template middleCols<NV>(iv);
+  U.noalias() = P * S;                                          // P ℋ*
+  MatrixNV D;
+  D.noalias() = S.transpose() * U;                              // D(k) = ℋ P ℋ*
+  D.diagonal() += model.armature.template segment<NV>(iv);
+  auto D_inv = data.D_inv[i].template topLeftCorner<NV, NV>();
+  if constexpr (NV == 1) {
+    D_inv(0, 0) = 1.0 / D(0, 0);
+  } else {
+    D_inv = D.inverse();  // D is SPD and at most 6 × 6
+  }
+  auto G = data.G_W.template middleCols<NV>(iv);
+  G.noalias() = U * D_inv;                                      // G(k) = P ℋ* D⁻¹
+  // ε(k) = T(k) − ℋ(k) z(k), with the damping force part of T
+  epsilon = tau.template segment<NV>(iv) -
+            model.damping.template segment<NV>(iv).cwiseProduct(v.template segment<NV>(iv));
+  epsilon.noalias() -= S.transpose() * z;
+  data.nu.template segment<NV>(iv).noalias() = D_inv * epsilon;  // ν(k) = D⁻¹ ε
+}
+
 /// X_WB[i], X_WJ[i] and the columns of S_W for joint i, from the parent's pose and q.
 /// Requires X_WB[parent[i]] to be current.
 inline void jointPositionStep(const Model& model, Data& data, int i, const double* q) {
@@ -57,29 +117,7 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
   jointTransform(joint, q_i, data.X_JC);
   X_WJ.compose(data.X_JC, data.X_WB[i]);
 
-  const int iv = model.idx_v[i];
-  switch (joint.type) {
-    case JointType::kRevolute: {
-      // S = [a; p × a], a the axis in W, p a point on it (the joint frame origin)
-      auto s = data.S_W.col(iv);
-      s.head<3>().noalias() = X_WJ.rotation * joint.axis;
-      s.tail<3>() = X_WJ.translation.cross(s.head<3>());
-      break;
-    }
-    case JointType::kPrismatic: {
-      auto s = data.S_W.col(iv);
-      s.head<3>().setZero();
-      s.tail<3>().noalias() = X_WJ.rotation * joint.axis;
-      break;
-    }
-    default: {
-      jointMotionSubspace(joint, q_i, data.S_J);
-      for (int k = 0; k < model.nv_joint[i]; ++k) {
-        auto s = data.S_W.col(iv + k);
-        X_WJ.actMotion(data.S_J.col(k), s);
-      }
-    }
-  }
+  motionSubspaceStep(model, data, i, q_i);
 }
 
 /// V_W[i] = V_W[λ] + S v_i, and c_W[i] = V_W[λ] ×ᵐ S v_i + X_WJ Ṡ_J v_i (seed 004 (3.27)).

@@ -1,5 +1,6 @@
 #include "engine/algorithms/rnea.h"
 
+#include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
@@ -66,6 +67,7 @@ const Eigen::VectorXd& rnea(const Model& model, Data& data, const Eigen::VectorX
                             const Eigen::VectorXd& v, const Eigen::VectorXd& a,
                             std::span<const ForceVector> f_ext_B) {
   assert(a.size() == model.nv);
+  if (model.has_flexible_bodies) return flexibleRnea(model, data, q, v, a, f_ext_B);
   inverseDynamics(model, data, q, v, a.data(), f_ext_B, data.tau);
   return data.tau;
 }
@@ -73,6 +75,7 @@ const Eigen::VectorXd& rnea(const Model& model, Data& data, const Eigen::VectorX
 const Eigen::VectorXd& nonLinearEffects(const Model& model, Data& data, const Eigen::VectorXd& q,
                                         const Eigen::VectorXd& v,
                                         std::span<const ForceVector> f_ext_B) {
+  if (model.has_flexible_bodies) return flexibleNonLinearEffects(model, data, q, v, f_ext_B);
   inverseDynamics(model, data, q, v, nullptr, f_ext_B, data.bias_forces);
   return data.bias_forces;
 }

@@ -7,9 +7,13 @@ namespace hilsim {
 void integrateConfiguration(const Model& model, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
                             double dt, Eigen::VectorXd& q_out) {
   assert(q.size() == model.nq && v.size() == model.nv && q_out.size() == model.nq);
-  for (int i = 1; i < model.nbodies; ++i)
+  for (int i = 1; i < model.nbodies; ++i) {
     jointIntegrate(model.joints[i], q.data() + model.idx_q[i], v.data() + model.idx_v[i], dt,
                    q_out.data() + model.idx_q[i]);
+    // modal coordinates live in a vector space: η ← η + dt η̇
+    for (int k = 0; k < model.nmodes[i]; ++k)
+      q_out[model.idxModesQ(i) + k] = q[model.idxModesQ(i) + k] + dt * v[model.idxModesV(i) + k];
+  }
 }
 
 void normalizeConfiguration(const Model& model, Eigen::VectorXd& q) {

@@ -21,6 +21,41 @@ Data::Data(const Model& model)
       bias_forces(Eigen::VectorXd::Zero(model.nv)),
       M(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       M_factor(Eigen::MatrixXd::Zero(model.nv, model.nv)),
-      S_J(6, 6) {}
+      S_J(6, 6) {
+  if (!model.has_flexible_bodies) return;
+  const int nb = model.nbodies;
+  flex.Psi_t_W.resize(nb);
+  flex.Psi_d_W.resize(nb);
+  flex.M_rf_W.resize(nb);
+  flex.b_f.resize(nb);
+  flex.f_f.resize(nb);
+  flex.P_ff.resize(nb);
+  flex.P_rf_W.resize(nb);
+  flex.z_f.resize(nb);
+  flex.D_f.resize(nb);
+  flex.g_W.resize(nb);
+  flex.mu_W.resize(nb);
+  flex.nu_f.resize(nb);
+  flex.scratch_nn.resize(nb);
+  flex.scratch_6n.resize(nb);
+  for (int i = 1; i < nb; ++i) {
+    const int n = model.nmodes[i];
+    const int n_parent = model.nmodes[model.parent[i]];
+    flex.Psi_t_W[i] = Matrix6N::Zero(6, n_parent);
+    flex.scratch_6n[i] = Matrix6N::Zero(6, std::max(n, n_parent));
+    flex.Psi_d_W[i] = Matrix6N::Zero(6, n);
+    flex.M_rf_W[i] = Matrix6N::Zero(6, n);
+    flex.b_f[i] = Eigen::VectorXd::Zero(n);
+    flex.f_f[i] = Eigen::VectorXd::Zero(n);
+    flex.P_ff[i] = Eigen::MatrixXd::Zero(n, n);
+    flex.P_rf_W[i] = Matrix6N::Zero(6, n);
+    flex.z_f[i] = Eigen::VectorXd::Zero(n);
+    flex.D_f[i] = Eigen::LLT<Eigen::MatrixXd>(n);
+    flex.g_W[i] = Matrix6N::Zero(6, n);
+    flex.mu_W[i] = Matrix6N::Zero(6, n);
+    flex.nu_f[i] = Eigen::VectorXd::Zero(n);
+    flex.scratch_nn[i] = Eigen::MatrixXd::Zero(n, n);
+  }
+}
 
 }  // namespace hilsim

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include <Eigen/Cholesky>
+
 #include "engine/model/model.h"
 
 namespace hilsim {
@@ -46,6 +48,28 @@ struct Data {
 
   double kinetic_energy = 0.0;      ///< [J]
   double potential_energy = 0.0;    ///< [J], zero at the world origin
+
+  /// Buffers of the flexible-body algorithms (seed 004), per body; entries of rigid bodies are
+  /// empty, and every vector is empty for a model without flexible bodies. n_m = nmodes[i].
+  struct Flexible {
+    std::vector<Matrix6N> Psi_t_W;  ///< 6 × n_m(λ(i)): twist of the parent node joint i attaches
+                                    ///< at, per unit η̇ of the parent (𝒜*(k) of seed 004, in W)
+    std::vector<Matrix6N> Psi_d_W;  ///< 6 × n_m(i): twist of body i's hinge node relative to its
+                                    ///< frame, per unit η̇ (Π^d of seed 004 (3.11), with the lever arm)
+    std::vector<Matrix6N> M_rf_W;   ///< 6 × n_m: modal–rigid block of M_m(η) in W
+    std::vector<Eigen::VectorXd> b_f;  ///< n_m: modal part of b_m + K η + C η̇ (seed 004 (3.38))
+    std::vector<Eigen::VectorXd> f_f;  ///< n_m: rnea modal force f_m^f; aba/crba: ε_f scratch
+    // articulated (aba) or composite (crba) inertia: P_ff, P_rf and the modal bias z_f
+    std::vector<Eigen::MatrixXd> P_ff;  ///< n_m × n_m
+    std::vector<Matrix6N> P_rf_W;       ///< 6 × n_m
+    std::vector<Eigen::VectorXd> z_f;   ///< n_m
+    std::vector<Eigen::LLT<Eigen::MatrixXd>> D_f;  ///< Cholesky of D_f = ℋ_f P ℋ_f* (7.10)
+    std::vector<Matrix6N> g_W;          ///< 6 × n_m: g = μ D_f⁻¹ (7.10); crba: X^r scratch
+    std::vector<Matrix6N> mu_W;         ///< 6 × n_m: μ = P^rf − P^rr Π^d (7.10)
+    std::vector<Eigen::VectorXd> nu_f;  ///< n_m: ν_f = D_f⁻¹ ε_f (7.11)
+    std::vector<Eigen::MatrixXd> scratch_nn;  ///< n_m × n_m
+    std::vector<Matrix6N> scratch_6n;         ///< 6 × n_m (sized by the parent's n_m)
+  } flex;
 
   // per-joint scratch
   Matrix6X S_J;                     ///< motion subspace of one joint in its joint frame

@@ -26,7 +26,10 @@ int Model::frameIndex(const std::string& frame_name) const {
 
 Eigen::VectorXd Model::neutralConfiguration() const {
   Eigen::VectorXd q(nq);
-  for (int i = 1; i < nbodies; ++i) jointNeutral(joints[i], q.data() + idx_q[i]);
+  for (int i = 1; i < nbodies; ++i) {
+    jointNeutral(joints[i], q.data() + idx_q[i]);
+    q.segment(idxModesQ(i), nmodes[i]).setZero();
+  }
   return q;
 }
 
@@ -47,6 +50,8 @@ std::vector<std::string> coordinateLabels(const Model& model, bool velocity) {
     } else {
       for (int k = 0; k < n; ++k) labels.push_back(name + "_" + std::to_string(k));
     }
+    for (int k = 0; k < model.nmodes[i]; ++k)
+      labels.push_back(model.body_names[i] + "_mode_" + std::to_string(k));
   }
   return labels;
 }

@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include "engine/model/flexible_body.h"
 #include "engine/model/joint.h"
 #include "engine/spatial/inertia.h"
 
@@ -33,8 +34,14 @@ struct Frame {
 /// Bodies are numbered 0 … nbodies−1; body 0 is the world (fixed, no joint, no inertia) and
 /// parent[i] < i for every i ≥ 1, so a loop over increasing i runs base → tips. Body i ≥ 1 is
 /// moved by joint i, whose frame J_i is fixed on the parent at `joint_placement[i]`; body i's frame
-/// is the child frame of that joint. Coordinates are ordered by joint: joint i owns q[idx_q[i] …
-/// idx_q[i]+nq_joint[i]) and v[idx_v[i] … idx_v[i]+nv_joint[i]).
+/// is the child frame of that joint. Coordinates are ordered by body: body i owns its joint's
+/// q[idx_q[i] … idx_q[i]+nq_joint[i]) and v[idx_v[i] … idx_v[i]+nv_joint[i]), followed by its
+/// modal coordinates η (nmodes[i] of them, zero for a rigid body) at q[idxModesQ(i) …) and
+/// v[idxModesV(i) …).
+///
+/// Flexible bodies (seed 004): body i carries `flexible[i]`; its own joint's child frame is its
+/// hinge node (or its frame when it has none), and a child joint j attaches at node
+/// `parent_node[j]` of it, `joint_placement[j]` then being relative to that node's undeformed frame.
 struct Model {
   std::string name;
   int nbodies = 1;  ///< including the world
@@ -69,6 +76,17 @@ struct Model {
   };
   std::vector<RevoluteTerms> revolute_terms;  ///< [nbodies]
 
+  // --- flexible bodies, [nbodies]; nmodes 0 and an empty FlexibleBody for a rigid body ---
+  std::vector<int> nmodes;                  ///< number of assumed modes of each body
+  std::vector<FlexibleBody> flexible;       ///< modal data (seed 004 §2)
+  std::vector<int> parent_node;             ///< node of the parent that joint i attaches at, or −1
+                                            ///< (the parent's frame)
+  bool has_flexible_bodies = false;
+
+  /// First index of body i's modal coordinates in q and in v.
+  int idxModesQ(int i) const { return idx_q[i] + nq_joint[i]; }
+  int idxModesV(int i) const { return idx_v[i] + nv_joint[i]; }
+
   Vector3 gravity = Vector3(0.0, 0.0, -9.81);  ///< in the world frame [m/s²]
   std::vector<Frame> frames;
 
@@ -79,7 +97,7 @@ struct Model {
   /// Index of the frame with this name, or −1.
   int frameIndex(const std::string& frame_name) const;
 
-  /// Neutral configuration: zero joint angles, identity quaternions (nq).
+  /// Neutral configuration: zero joint angles, identity quaternions, undeformed bodies (nq).
   Eigen::VectorXd neutralConfiguration() const;
 
   /// Total mass of the moving bodies [kg].
@@ -87,7 +105,8 @@ struct Model {
 };
 
 /// Labels of the coordinates of every joint in model order: the joint name for a one-coordinate
-/// joint, `<joint>_<k>` (k = 0, 1, …) for each coordinate of a joint with several. `velocity`
+/// joint, `<joint>_<k>` (k = 0, 1, …) for each coordinate of a joint with several, then
+/// `<body>_mode_<k>` for each modal coordinate of a flexible body. `velocity`
 /// selects v / q̈ / τ coordinates (nv labels), otherwise q (nq labels). The `hilsim` CLI's CSV
 /// columns and the service's ModelInfo use them.
 std::vector<std::string> coordinateLabels(const Model& model, bool velocity);

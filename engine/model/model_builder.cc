@@ -18,7 +18,12 @@ void checkBody(const BodySpec& b) {
   const std::string who = "body '" + b.name + "'";
   if (!b.placement.translation.allFinite() || !isRotation(b.placement.rotation))
     fail(who + ": joint placement must be a finite rigid transform");
-  if (const std::string why = b.inertia.validate(); !why.empty()) fail(who + ": " + why);
+  if (b.flexible) {
+    if (!b.joint) fail(who + ": a flexible body needs a moving joint");
+    if (const std::string why = b.flexible->validate(); !why.empty()) fail(who + ": " + why);
+  } else if (const std::string why = b.inertia.validate(); !why.empty()) {
+    fail(who + ": " + why);
+  }
   if (!b.joint) return;
   const std::string joint = "joint '" + (b.joint_name.empty() ? b.name : b.joint_name) + "'";
   const Vector3& axis = b.joint->axis;
@@ -125,6 +130,9 @@ Model ModelBuilder::build() const {
   m.nq_joint = {0};
   m.nv_joint = {0};
   m.frames = {Frame{"world", 0, Transform()}};
+  m.nmodes = {0};
+  m.flexible = {FlexibleBody()};
+  m.parent_node = {-1};
   std::vector<JointProperties> properties = {JointProperties()};
 
   // where each spec body ended up: its host (moving) body and its pose in the host frame
@@ -136,7 +144,23 @@ Model ModelBuilder::build() const {
     const int parent_spec = b.parent == "world" ? -1 : index.at(b.parent);
     const int parent_host = parent_spec < 0 ? 0 : host[parent_spec];
     const Transform x_host_parent = parent_spec < 0 ? Transform() : x_host_body[parent_spec];
+    int parent_node = -1;
+    if (!b.parent_node.empty()) {
+      if (parent_host == 0 || m.nmodes[parent_host] == 0 || parent_spec < 0 ||
+          x_host_body[parent_spec].rotation != Matrix3::Identity() ||
+          !x_host_body[parent_spec].translation.isZero(0.0))
+        fail("body '" + b.name + "': parent node '" + b.parent_node + "' given, but parent '" +
+             b.parent + "' is not a flexible body");
+      parent_node = m.flexible[parent_host].nodeIndex(b.parent_node);
+      if (parent_node < 0)
+        fail("body '" + b.name + "': parent '" + b.parent + "' has no node '" + b.parent_node + "'");
+    }
     if (!b.joint) {
+      if (parent_host > 0 && m.nmodes[parent_host] > 0 && b.inertia.mass != 0.0)
+        fail("body '" + b.name + "': welded to flexible body '" + m.body_names[parent_host] +
+             "' with mass; attach it by a joint or include its mass in the modal data");
+      if (parent_node >= 0)
+        fail("body '" + b.name + "': a welded body cannot attach to a node");
       host[k] = parent_host;
       x_host_body[k] = x_host_parent * b.placement;
       if (parent_host > 0) m.inertias[parent_host] = m.inertias[parent_host] + b.inertia.transformed(x_host_body[k]);
@@ -154,13 +178,18 @@ Model ModelBuilder::build() const {
     m.parent.push_back(parent_host);
     m.joints.push_back(*b.joint);
     m.joint_placement.push_back(x_host_parent * b.placement);
-    m.inertias.push_back(b.inertia);
+    m.inertias.push_back(b.flexible ? b.flexible->rigidInertia() : b.inertia);
     m.idx_q.push_back(m.nq);
     m.idx_v.push_back(m.nv);
     m.nq_joint.push_back(b.joint->nq());
     m.nv_joint.push_back(b.joint->nv());
-    m.nq += b.joint->nq();
-    m.nv += b.joint->nv();
+    const int modes = b.flexible ? b.flexible->nmodes : 0;
+    m.nmodes.push_back(modes);
+    m.flexible.push_back(b.flexible ? *b.flexible : FlexibleBody());
+    m.parent_node.push_back(parent_node);
+    m.has_flexible_bodies = m.has_flexible_bodies || modes > 0;
+    m.nq += b.joint->nq() + modes;
+    m.nv += b.joint->nv() + modes;
     m.frames.push_back(Frame{b.name, i, Transform()});
     properties.push_back(b.properties);
   }
@@ -190,17 +219,22 @@ Model ModelBuilder::build() const {
   for (int i = 1; i < m.nbodies; ++i) {
     const JointProperties& p = properties[i];
     const int parent = m.parent[i];
-    for (int k = 0; k < m.nv_joint[i]; ++k) {
+    // the dofs of body i form a chain (joint, then modes) hanging from the last dof of its parent
+    const int n_i = m.nv_joint[i] + m.nmodes[i];
+    const int parent_last = parent > 0 ? m.idx_v[parent] + m.nv_joint[parent] + m.nmodes[parent] - 1 : -1;
+    for (int k = 0; k < n_i; ++k) {
       const int d = m.idx_v[i] + k;
+      const bool modal = k >= m.nv_joint[i];
       m.dof_body[d] = i;
-      m.dof_parent[d] = k > 0 ? d - 1 : (parent > 0 ? m.idx_v[parent] + m.nv_joint[parent] - 1 : -1);
-      m.damping[d] = p.damping;
-      m.armature[d] = p.armature;
-      const bool one_dof = m.nv_joint[i] == 1;
+      m.dof_parent[d] = k > 0 ? d - 1 : parent_last;
+      // modal damping is the matrix C of the flexible body, not a per-dof coefficient
+      m.damping[d] = modal ? 0.0 : p.damping;
+      m.armature[d] = modal ? 0.0 : p.armature;
+      const bool one_dof = !modal && m.nv_joint[i] == 1;
       m.lower_limit[d] = one_dof ? p.lower : -kInf;
       m.upper_limit[d] = one_dof ? p.upper : kInf;
-      m.velocity_limit[d] = p.velocity;
-      m.effort_limit[d] = p.effort;
+      m.velocity_limit[d] = modal ? kInf : p.velocity;
+      m.effort_limit[d] = modal ? kInf : p.effort;
     }
   }
   return m;

@@ -27,8 +27,14 @@ struct BodySpec {
   std::string joint_name;          ///< defaults to the body name
   std::optional<Joint> joint;      ///< std::nullopt: fixed (welded to the parent)
   Transform placement;             ///< X_PJ: joint frame in the parent body frame
-  Inertia inertia;                 ///< in the body frame
+  Inertia inertia;                 ///< in the body frame (ignored for a flexible body)
   JointProperties properties;
+  /// Assumed-modes data when the body is flexible (seed 004); its rigid inertia is then
+  /// `flexible->rigidInertia()`. Not allowed with a fixed joint.
+  std::optional<FlexibleBody> flexible;
+  /// When the parent is flexible: the name of its node the joint attaches at; `placement` is then
+  /// relative to that node's undeformed frame. Empty: the parent's body frame.
+  std::string parent_node;
 };
 
 /// Collects bodies, then `build()` produces a Model in which parents precede children.
@@ -36,7 +42,9 @@ struct BodySpec {
 /// `build()` throws ModelError (naming the offending body or joint) for: empty or duplicate names,
 /// a parent that does not exist, cycles, an invalid inertia (negative or non-finite mass, inertia not
 /// symmetric positive semi-definite or violating the triangle inequality), non-finite placements or
-/// axes, zero axes, negative damping or armature, a free joint whose parent is not the world.
+/// axes, zero axes, negative damping or armature, a free joint whose parent is not the world,
+/// invalid modal data (FlexibleBody::validate), an unknown parent node, a body with mass welded to
+/// a flexible body (give it a joint or put its mass into the modal data).
 /// Bodies welded by a fixed joint are merged into their nearest moving ancestor: their inertia is
 /// added to it and their frame kept in Model::frames.
 class ModelBuilder {

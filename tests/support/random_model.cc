@@ -114,8 +114,122 @@ Eigen::VectorXd randomConfiguration(const Model& model, std::mt19937& rng) {
         break;
       }
     }
+    // modal coordinates: small deformations
+    for (int k = 0; k < model.nmodes[i]; ++k) q[model.idxModesQ(i) + k] = uniform(rng, -0.2, 0.2);
   }
   return q;
+}
+
+namespace {
+
+Matrix3X randomMatrix3X(std::mt19937& rng, int cols, double scale) {
+  Matrix3X m(3, cols);
+  for (int c = 0; c < cols; ++c)
+    for (int r = 0; r < 3; ++r) m(r, c) = uniform(rng, -scale, scale);
+  return m;
+}
+
+// q (3 × n²) symmetric in its mode pair, as a second derivative must be
+Matrix3X randomSecondOrder(std::mt19937& rng, int n, double scale) {
+  Matrix3X q(3, n * n);
+  for (int r = 0; r < n; ++r)
+    for (int s = r; s < n; ++s) {
+      const Matrix3X col = randomMatrix3X(rng, 1, scale);
+      q.col(r * n + s) = col;
+      q.col(s * n + r) = col;
+    }
+  return q;
+}
+
+Eigen::MatrixXd randomSpd(std::mt19937& rng, int n, double scale, double floor) {
+  Eigen::MatrixXd a(n, n);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c) a(r, c) = uniform(rng, -1.0, 1.0);
+  Eigen::MatrixXd spd = scale * a * a.transpose();
+  spd.diagonal().array() += floor;
+  return spd;
+}
+
+}  // namespace
+
+FlexibleBody randomFlexibleBody(std::mt19937& rng, int nmodes, bool geometric_stiffening,
+                                bool hinge_node, int attach_nodes) {
+  const int n = nmodes;
+  std::vector<LumpedMassNode> lumped(6);
+  for (LumpedMassNode& node : lumped) {
+    node.position = Vector3(uniform(rng, -0.5, 0.5), uniform(rng, -0.5, 0.5), uniform(rng, -0.5, 0.5));
+    node.mass = uniform(rng, 0.1, 1.0);
+    const Matrix3X j = randomMatrix3X(rng, 3, 0.1);
+    node.rotary_inertia = j * j.transpose();
+    node.slope = randomMatrix3X(rng, n, 0.5);
+    node.translation = randomMatrix3X(rng, n, 0.3);
+    node.second_order = randomSecondOrder(rng, n, 0.3);
+  }
+  FlexibleBody body = reduceLumpedMasses(lumped, n, geometric_stiffening);
+  body.stiffness = randomSpd(rng, n, 50.0, 10.0);
+  body.damping = randomSpd(rng, n, 0.2, 0.0);
+  for (int k = 0; k < attach_nodes; ++k) {
+    ModalNode node;
+    node.name = "node" + std::to_string(k);
+    node.position = Vector3(uniform(rng, -0.5, 0.5), uniform(rng, -0.5, 0.5), uniform(rng, -0.5, 0.5));
+    node.slope = randomMatrix3X(rng, n, 0.5);
+    node.translation = randomMatrix3X(rng, n, 0.3);
+    node.second_order = randomSecondOrder(rng, n, 0.3);
+    body.nodes.push_back(node);
+  }
+  if (hinge_node) {
+    ModalNode node;
+    node.name = "hinge";
+    node.position = Vector3(uniform(rng, -0.3, 0.3), uniform(rng, -0.3, 0.3), uniform(rng, -0.3, 0.3));
+    node.slope = randomMatrix3X(rng, n, 0.5);
+    node.translation = randomMatrix3X(rng, n, 0.3);
+    node.second_order = randomSecondOrder(rng, n, 0.3);
+    body.nodes.push_back(node);
+    body.hinge_node = static_cast<int>(body.nodes.size()) - 1;
+  }
+  return body;
+}
+
+Model randomFlexibleTree(std::mt19937& rng, const RandomFlexibleTreeOptions& options) {
+  ModelBuilder builder("random_flexible_tree");
+  std::vector<std::string> names;
+  std::vector<int> modes;
+  for (int k = 0; k < options.bodies; ++k) {
+    BodySpec body;
+    body.name = "body" + std::to_string(k);
+    const int parent = k == 0 ? -1 : std::uniform_int_distribution<int>(0, k - 1)(rng);
+    body.parent = parent < 0 ? "world" : names[parent];
+    body.placement = Transform(randomRotation(rng), Vector3(uniform(rng, -0.5, 0.5),
+                                                            uniform(rng, -0.5, 0.5),
+                                                            uniform(rng, -0.5, 0.5)));
+    if (k == 0 && options.free_flyer_root) {
+      body.joint = Joint::freeFlyer();
+    } else {
+      switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+        case 0:
+        case 1: body.joint = Joint::revolute(randomUnitVector(rng)); break;
+        case 2: body.joint = Joint::prismatic(randomUnitVector(rng)); break;
+        case 3: body.joint = Joint::spherical(); break;
+        default: body.joint = Joint::planar(randomUnitVector(rng)); break;
+      }
+    }
+    body.properties.damping = uniform(rng, 0.0, 0.5);
+    body.properties.armature = uniform(rng, 0.0, 0.1);
+    int n = 0;
+    if (uniform(rng, 0.0, 1.0) < options.flexible_fraction) {
+      n = std::uniform_int_distribution<int>(1, options.max_modes)(rng);
+      const bool hinge = uniform(rng, 0.0, 1.0) < options.hinge_node_fraction;
+      body.flexible = randomFlexibleBody(rng, n, options.geometric_stiffening, hinge, 3);
+    } else {
+      body.inertia = randomInertia(rng);
+    }
+    if (parent >= 0 && modes[parent] > 0 && uniform(rng, 0.0, 1.0) < 0.8)
+      body.parent_node = "node" + std::to_string(std::uniform_int_distribution<int>(0, 2)(rng));
+    names.push_back(body.name);
+    modes.push_back(n);
+    builder.addBody(body);
+  }
+  return builder.build();
 }
 
 Eigen::VectorXd randomVector(int n, std::mt19937& rng, double scale) {

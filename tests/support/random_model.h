@@ -20,8 +20,27 @@ struct RandomTreeOptions {
 /// centre of mass off the origin).
 Model randomTree(std::mt19937& rng, const RandomTreeOptions& options = {});
 
+struct RandomFlexibleTreeOptions {
+  int bodies = 6;                    ///< moving bodies
+  bool free_flyer_root = true;       ///< first body on a free joint
+  double flexible_fraction = 0.6;    ///< share of flexible bodies
+  int max_modes = 4;                 ///< modes per flexible body, uniform in 1 … max_modes
+  double hinge_node_fraction = 0.5;  ///< share of flexible bodies whose joint is at a deforming node
+  bool geometric_stiffening = true;
+};
+
+/// A random flexible body: modal integrals reduced from six random lumped masses with rotary
+/// inertia and random mode shapes (second-order ones symmetric in the mode pair), random SPD
+/// stiffness, PSD damping, `attach_nodes` nodes named node0, node1, … and optionally a hinge node.
+FlexibleBody randomFlexibleBody(std::mt19937& rng, int nmodes, bool geometric_stiffening,
+                                bool hinge_node, int attach_nodes);
+
+/// A random tree mixing rigid and flexible bodies and joints of 1 to 6 DoF; children of a
+/// flexible body attach at one of its nodes (mostly) or at its frame.
+Model randomFlexibleTree(std::mt19937& rng, const RandomFlexibleTreeOptions& options = {});
+
 /// A random valid configuration: unit quaternions, 1-DoF joints uniform within their finite
-/// limits, else in [−π, π].
+/// limits, else in [−π, π]; modal coordinates uniform in [−0.2, 0.2].
 Eigen::VectorXd randomConfiguration(const Model& model, std::mt19937& rng);
 
 /// A vector of standard-normal entries of size n.
