@@ -112,6 +112,28 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
     s += "    }";
   }
   s += model.nbodies > 1 ? "\n  ],\n" : "],\n";
+  // flexible bodies: their modal coordinates follow their joint's in q and v
+  s += "  \"flexible_bodies\": [";
+  bool first_flexible = true;
+  for (int i = 1; i < model.nbodies; ++i) {
+    if (model.nmodes[i] == 0) continue;
+    s += first_flexible ? "\n" : ",\n";
+    first_flexible = false;
+    const FlexibleBody& body = model.flexible[i];
+    const Eigen::VectorXd frequencies = naturalFrequencies(body);
+    s += "    {\"body\": " + jsonString(model.body_names[i]) +
+         ", \"modes\": " + std::to_string(model.nmodes[i]) +
+         ", \"q_index\": " + std::to_string(model.idxModesQ(i)) +
+         ", \"v_index\": " + std::to_string(model.idxModesV(i)) + ", \"frequencies_hz\": [";
+    for (int k = 0; k < frequencies.size(); ++k)
+      s += (k > 0 ? ", " : "") + jsonNumber(frequencies[k] / (2.0 * M_PI));
+    s += "], \"geometric_stiffening\": " + std::string(body.geometric_stiffening ? "true" : "false") +
+         ", \"nodes\": [";
+    for (std::size_t k = 0; k < body.nodes.size(); ++k)
+      s += (k > 0 ? ", " : "") + jsonString(body.nodes[k].name);
+    s += "]}";
+  }
+  s += first_flexible ? "],\n" : "\n  ],\n";
   s += "  \"frames\": [";
   for (std::size_t f = 0; f < model.frames.size(); ++f) {
     const Frame& frame = model.frames[f];
@@ -161,6 +183,22 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
       if (c + 1 < row.size()) line += std::string(width[c] - row[c].size(), ' ');
     }
     out << line << "\n";
+  }
+  bool any_flexible = false;
+  for (int i = 1; i < model.nbodies; ++i) any_flexible = any_flexible || model.nmodes[i] > 0;
+  if (!any_flexible) return;
+  out << "flexible bodies  (modal coordinates after their joint's; clamped natural frequencies)\n";
+  for (int i = 1; i < model.nbodies; ++i) {
+    if (model.nmodes[i] == 0) continue;
+    const FlexibleBody& body = model.flexible[i];
+    const Eigen::VectorXd frequencies = naturalFrequencies(body);
+    std::string hz;
+    for (int k = 0; k < frequencies.size(); ++k)
+      hz += (k > 0 ? " " : "") + formatNumber(frequencies[k] / (2.0 * M_PI));
+    out << "  " << model.body_names[i] << ": " << model.nmodes[i] << " modes, q "
+        << range(model.idxModesQ(i), model.nmodes[i]) << ", v "
+        << range(model.idxModesV(i), model.nmodes[i]) << ", " << hz << " Hz, stiffening "
+        << (body.geometric_stiffening ? "on" : "off") << ", " << body.nodes.size() << " nodes\n";
   }
 }
 

@@ -21,7 +21,8 @@ const std::vector<std::string>& bundledNames() {
   // wrappers over solo12, simple_humanoid and talos_full_v2
   static const std::vector<std::string> names = {
       "iiwa14",   "panda",           "ur5",   "quadruped",     "solo12",   "anymal_b",
-      "humanoid", "simple_humanoid", "talos", "talos_full_v2", "pendulum", "double_pendulum"};
+      "humanoid", "simple_humanoid", "talos", "talos_full_v2", "pendulum", "double_pendulum",
+      "flexible_arm"};
   return names;
 }
 

@@ -16,6 +16,7 @@
 
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
+#include "engine/model/beam_modes.h"
 #include "engine/model/model_builder.h"
 
 namespace hilsim {
@@ -31,8 +32,26 @@ constexpr std::string_view kTopLevelKeys[] = {"version", "name", "gravity",
                                               "bodies",  "urdf", "floating_base"};
 // Reserved for later versions, so that files written for them fail with a clear message here.
 constexpr std::string_view kReservedTopLevelKeys[] = {"loop_closures", "force_elements"};
-constexpr std::string_view kBodyKeys[] = {"name", "parent", "joint", "placement", "inertia"};
-constexpr std::string_view kReservedBodyKeys[] = {"flexible"};
+constexpr std::string_view kBodyKeys[] = {"name",    "parent",   "parent_node", "joint",
+                                          "placement", "inertia", "flexible"};
+// flexible bodies (docs/MODEL_FORMAT.md "Flexible bodies")
+constexpr std::string_view kFlexibleKeys[] = {
+    "file",      "beam",      "lumped_masses", "modal_integrals", "modes", "stiffness",
+    "damping",   "nodes",     "hinge_node",    "geometric_stiffening"};
+constexpr std::string_view kBeamKeys[] = {"youngs_modulus", "area_moment", "density",
+                                          "area",           "length",      "modes",
+                                          "elements",       "boundary",    "bending",
+                                          "damping_ratio"};
+constexpr std::string_view kLumpedKeys[] = {"position", "mass", "rotary_inertia", "slope",
+                                            "translation", "second_order"};
+constexpr std::string_view kNodeKeys[] = {"name", "position", "slope", "translation",
+                                          "second_order"};
+constexpr std::string_view kIntegralKeys[] = {
+    "mass",                      "first_moment",            "first_moment_modes",
+    "rotational_inertia",        "rotational_inertia_modes", "rotational_inertia_second",
+    "angular_coupling",          "angular_coupling_modes",   "modal_mass",
+    "first_moment_second",       "rotational_inertia_geometric",
+    "angular_coupling_geometric"};
 constexpr std::string_view kJointKeys[] = {"type", "name", "axis", "damping", "armature", "limits"};
 constexpr std::string_view kLimitKeys[] = {"lower", "upper", "velocity", "effort"};
 constexpr std::string_view kPlacementKeys[] = {"xyz", "rpy", "quaternion"};
@@ -236,6 +255,7 @@ class YamlModelReader {
       bodies.push_back(readBody(list[k], "bodies[" + std::to_string(k) + "]"));
     checkTopology(bodies);
     for (const ParsedBody& b : bodies) {
+      if (b.spec.flexible) continue;  // validated with its modal data
       if (const std::string why = b.spec.inertia.validate(); !why.empty())
         fail(b.inertia_node, childPath(b.path, "inertia"), why);
     }
@@ -265,7 +285,7 @@ class YamlModelReader {
       if (name.IsDefined() && name.IsScalar() && !name.Scalar().empty())
         path = "body '" + name.Scalar() + "'";
     }
-    const Mapping m = mapping(node, path, kBodyKeys, kReservedBodyKeys);
+    const Mapping m = mapping(node, path, kBodyKeys);
     ParsedBody b;
     b.node = node;
     b.spec.name = text(required(m, "name"), childPath(list_path, "name"));
@@ -283,6 +303,217 @@ class YamlModelReader {
       b.inertia_node = m.at("inertia");
       b.spec.inertia = readInertia(b.inertia_node, childPath(b.path, "inertia"));
     }
+    if (m.has("parent_node"))
+      b.spec.parent_node = text(m.at("parent_node"), childPath(b.path, "parent_node"));
+    if (m.has("flexible")) {
+      if (m.has("inertia"))
+        fail(m.at("inertia"), childPath(b.path, "inertia"),
+             "a flexible body takes its inertia from its modal data; remove 'inertia'");
+      b.spec.flexible = readFlexible(m.at("flexible"), childPath(b.path, "flexible"), base_directory_);
+    }
+    return b;
+  }
+
+  // --- flexible bodies ---
+
+  // A matrix given as a list of `rows` rows of `cols` numbers.
+  Eigen::MatrixXd matrix(const YAML::Node& node, const std::string& path, int rows, int cols) const {
+    if (!node.IsSequence() || static_cast<int>(node.size()) != rows)
+      fail(node, path, "expected " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+                           " numbers");
+    Eigen::MatrixXd out(rows, cols);
+    for (int r = 0; r < rows; ++r)
+      out.row(r) = numbers(node[r], path + "[" + std::to_string(r) + "]", cols).transpose();
+    return out;
+  }
+
+  // A symmetric 3 × 3 given as [xx, yy, zz, xy, xz, yz].
+  Matrix3 symmetric3(const YAML::Node& node, const std::string& path) const {
+    const Eigen::VectorXd i = numbers(node, path, 6);
+    Matrix3 m;
+    m << i(0), i(3), i(4), i(3), i(1), i(5), i(4), i(5), i(2);
+    return m;
+  }
+
+  // A list of `count` symmetric 3 × 3 blocks, side by side (3 × 3count).
+  Matrix3X symmetricBlocks(const YAML::Node& node, const std::string& path, int count) const {
+    if (!node.IsSequence() || static_cast<int>(node.size()) != count)
+      fail(node, path, "expected a list of " + std::to_string(count) +
+                           " symmetric 3x3 matrices [xx, yy, zz, xy, xz, yz]");
+    Matrix3X out(3, 3 * count);
+    for (int k = 0; k < count; ++k)
+      out.middleCols<3>(3 * k) = symmetric3(node[k], path + "[" + std::to_string(k) + "]");
+    return out;
+  }
+
+  int positiveInt(const YAML::Node& node, const std::string& path, int max) const {
+    const double x = number(node, path);
+    if (x != std::floor(x) || x < 1 || x > max)
+      fail(node, path, "expected an integer in 1 … " + std::to_string(max));
+    return static_cast<int>(x);
+  }
+
+  FlexibleBody readFlexible(const YAML::Node& node, const std::string& path,
+                            const std::string& directory) const {
+    const Mapping m = mapping(node, path, kFlexibleKeys);
+    if (m.has("file")) {
+      if (m.values.size() != 1)
+        fail(m.at("file"), childPath(path, "file"), "'file' stands alone: the file holds the rest");
+      std::filesystem::path file = text(m.at("file"), childPath(path, "file"));
+      if (file.is_relative()) file = std::filesystem::path(directory) / file;
+      YAML::Node included;
+      try {
+        included = YAML::Load(io_detail::readTextFile(file.lexically_normal().string()));
+      } catch (const ModelError& e) {
+        fail(m.at("file"), childPath(path, "file"), e.what());
+      } catch (const YAML::Exception& e) {
+        fail(m.at("file"), childPath(path, "file"), file.string() + ": malformed YAML: " + e.msg);
+      }
+      // errors inside the included file are reported against it
+      const YamlModelReader inner(file.lexically_normal().string(), file.parent_path().string());
+      return inner.readFlexible(included, "flexible", file.parent_path().string());
+    }
+    const int sources = m.has("beam") + m.has("lumped_masses") + m.has("modal_integrals");
+    if (sources != 1)
+      fail(node, path, "give exactly one of 'beam', 'lumped_masses', 'modal_integrals' (or 'file')");
+    // geometric stiffening: on unless switched off; modal integrals without their
+    // second-order terms cannot have it, so there the default follows the data
+    const bool stiffening_given = m.has("geometric_stiffening");
+    const bool stiffening =
+        stiffening_given
+            ? boolean(m.at("geometric_stiffening"), childPath(path, "geometric_stiffening"))
+            : !m.has("modal_integrals") || (m.at("modal_integrals").IsMap() &&
+                                            m.at("modal_integrals")["first_moment_second"].IsDefined());
+    FlexibleBody body;
+    if (m.has("beam")) {
+      for (const char* key : {"modes", "stiffness", "damping", "nodes"})
+        if (m.has(key))
+          fail(m.at(key), childPath(path, key), "a beam's modes, stiffness and nodes are generated");
+      body = readBeam(m.at("beam"), childPath(path, "beam"), stiffening);
+    } else {
+      const int n = positiveInt(required(m, "modes"), childPath(path, "modes"), 64);
+      if (m.has("lumped_masses")) {
+        const std::string lpath = childPath(path, "lumped_masses");
+        const YAML::Node& list = m.at("lumped_masses");
+        if (!list.IsSequence() || list.size() == 0) fail(list, lpath, "expected a list of masses");
+        std::vector<LumpedMassNode> lumped;
+        for (std::size_t k = 0; k < list.size(); ++k)
+          lumped.push_back(readLumped(list[k], lpath + "[" + std::to_string(k) + "]", n));
+        body = reduceLumpedMasses(lumped, n, stiffening);
+      } else {
+        body = readIntegrals(m.at("modal_integrals"), childPath(path, "modal_integrals"), n);
+        body.geometric_stiffening = stiffening;
+      }
+      body.stiffness = matrix(required(m, "stiffness"), childPath(path, "stiffness"), n, n);
+      body.damping = m.has("damping") ? matrix(m.at("damping"), childPath(path, "damping"), n, n)
+                                      : Eigen::MatrixXd::Zero(n, n);
+      if (m.has("nodes")) {
+        const std::string npath = childPath(path, "nodes");
+        const YAML::Node& list = m.at("nodes");
+        if (!list.IsSequence()) fail(list, npath, "expected a list of nodes");
+        for (std::size_t k = 0; k < list.size(); ++k)
+          body.nodes.push_back(readNode(list[k], npath + "[" + std::to_string(k) + "]", n));
+      }
+    }
+    if (m.has("hinge_node")) {
+      const std::string name = text(m.at("hinge_node"), childPath(path, "hinge_node"));
+      body.hinge_node = body.nodeIndex(name);
+      if (body.hinge_node < 0)
+        fail(m.at("hinge_node"), childPath(path, "hinge_node"), "no node named '" + name + "'");
+    }
+    if (const std::string why = body.validate(); !why.empty()) fail(node, path, why);
+    return body;
+  }
+
+  FlexibleBody readBeam(const YAML::Node& node, const std::string& path, bool stiffening) const {
+    const Mapping m = mapping(node, path, kBeamKeys);
+    BeamSpec spec;
+    spec.youngs_modulus = number(required(m, "youngs_modulus"), childPath(path, "youngs_modulus"));
+    spec.area_moment = number(required(m, "area_moment"), childPath(path, "area_moment"));
+    spec.density = number(required(m, "density"), childPath(path, "density"));
+    spec.area = number(required(m, "area"), childPath(path, "area"));
+    spec.length = number(required(m, "length"), childPath(path, "length"));
+    if (m.has("modes")) spec.modes = positiveInt(m.at("modes"), childPath(path, "modes"), 64);
+    if (m.has("elements"))
+      spec.elements = positiveInt(m.at("elements"), childPath(path, "elements"), 1000);
+    if (m.has("boundary")) {
+      const std::string b = text(m.at("boundary"), childPath(path, "boundary"));
+      if (b == "clamped_free") spec.boundary = BeamSpec::Boundary::kClampedFree;
+      else if (b == "free_free") spec.boundary = BeamSpec::Boundary::kFreeFree;
+      else fail(m.at("boundary"), childPath(path, "boundary"),
+                "expected clamped_free or free_free, got '" + b + "'");
+    }
+    if (m.has("bending")) {
+      const std::string b = text(m.at("bending"), childPath(path, "bending"));
+      if (b == "y") spec.bending = BeamSpec::Bending::kY;
+      else if (b == "z") spec.bending = BeamSpec::Bending::kZ;
+      else if (b == "both") spec.bending = BeamSpec::Bending::kBoth;
+      else fail(m.at("bending"), childPath(path, "bending"), "expected y, z or both, got '" + b + "'");
+    }
+    if (m.has("damping_ratio"))
+      spec.damping_ratio = nonNegative(m.at("damping_ratio"), childPath(path, "damping_ratio"));
+    spec.geometric_stiffening = stiffening;
+    if (const std::string why = spec.validate(); !why.empty()) fail(node, path, why);
+    return eulerBernoulliBeam(spec);
+  }
+
+  Matrix3X shapes(const Mapping& m, const std::string& path, const char* key, int cols) const {
+    return matrix(required(m, key), childPath(path, key), 3, cols);
+  }
+
+  LumpedMassNode readLumped(const YAML::Node& node, const std::string& path, int n) const {
+    const Mapping m = mapping(node, path, kLumpedKeys);
+    LumpedMassNode l;
+    l.position = vector3(required(m, "position"), childPath(path, "position"));
+    l.mass = nonNegative(required(m, "mass"), childPath(path, "mass"));
+    if (m.has("rotary_inertia"))
+      l.rotary_inertia = symmetric3(m.at("rotary_inertia"), childPath(path, "rotary_inertia"));
+    l.slope = shapes(m, path, "slope", n);
+    l.translation = shapes(m, path, "translation", n);
+    if (m.has("second_order"))
+      l.second_order = matrix(m.at("second_order"), childPath(path, "second_order"), 3, n * n);
+    return l;
+  }
+
+  ModalNode readNode(const YAML::Node& node, const std::string& path, int n) const {
+    const Mapping m = mapping(node, path, kNodeKeys);
+    ModalNode out;
+    out.name = text(required(m, "name"), childPath(path, "name"));
+    out.position = vector3(required(m, "position"), childPath(path, "position"));
+    out.slope = shapes(m, path, "slope", n);
+    out.translation = shapes(m, path, "translation", n);
+    if (m.has("second_order"))
+      out.second_order = matrix(m.at("second_order"), childPath(path, "second_order"), 3, n * n);
+    return out;
+  }
+
+  FlexibleBody readIntegrals(const YAML::Node& node, const std::string& path, int n) const {
+    const Mapping m = mapping(node, path, kIntegralKeys);
+    FlexibleBody b;
+    b.nmodes = n;
+    auto at = [&](const char* key) -> const YAML::Node& { return required(m, key); };
+    b.mass = number(at("mass"), childPath(path, "mass"));
+    b.first_moment = vector3(at("first_moment"), childPath(path, "first_moment"));
+    b.first_moment_modes = matrix(at("first_moment_modes"), childPath(path, "first_moment_modes"), 3, n);
+    b.rotational_inertia = symmetric3(at("rotational_inertia"), childPath(path, "rotational_inertia"));
+    b.rotational_inertia_modes = symmetricBlocks(at("rotational_inertia_modes"),
+                                                 childPath(path, "rotational_inertia_modes"), n);
+    b.rotational_inertia_second = symmetricBlocks(at("rotational_inertia_second"),
+                                                  childPath(path, "rotational_inertia_second"), n * n);
+    b.angular_coupling = matrix(at("angular_coupling"), childPath(path, "angular_coupling"), 3, n);
+    b.angular_coupling_modes =
+        matrix(at("angular_coupling_modes"), childPath(path, "angular_coupling_modes"), 3, n * n);
+    b.modal_mass = matrix(at("modal_mass"), childPath(path, "modal_mass"), n, n);
+    if (m.has("first_moment_second"))
+      b.first_moment_second =
+          matrix(m.at("first_moment_second"), childPath(path, "first_moment_second"), 3, n * n);
+    if (m.has("rotational_inertia_geometric"))
+      b.rotational_inertia_geometric =
+          symmetricBlocks(m.at("rotational_inertia_geometric"),
+                          childPath(path, "rotational_inertia_geometric"), n * n);
+    if (m.has("angular_coupling_geometric"))
+      b.angular_coupling_geometric = matrix(m.at("angular_coupling_geometric"),
+                                            childPath(path, "angular_coupling_geometric"), 3, n * n);
     return b;
   }
 

@@ -156,6 +156,13 @@ std::string FlexibleBody::validate() const {
   return {};
 }
 
+Eigen::VectorXd naturalFrequencies(const FlexibleBody& body) {
+  if (body.nmodes == 0) return {};
+  const Eigen::GeneralizedSelfAdjointEigenSolver<Eigen::MatrixXd> eig(body.stiffness,
+                                                                        body.modal_mass);
+  return eig.eigenvalues().cwiseMax(0.0).cwiseSqrt();
+}
+
 FlexibleBody reduceLumpedMasses(const std::vector<LumpedMassNode>& lumped, int nmodes,
                                 bool geometric_stiffening) {
   const int n = nmodes;

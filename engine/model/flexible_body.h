@@ -92,6 +92,9 @@ struct FlexibleBody {
   std::string validate() const;
 };
 
+/// Natural frequencies of the body with its joint held still, √eig(K, M_ff) [rad/s], ascending.
+Eigen::VectorXd naturalFrequencies(const FlexibleBody& body);
+
 /// Modal integrals (seed 004 (B.4), in the truncated form above) from lumped finite-element masses,
 /// by direct nodal sums (3.25). `stiffness`, `damping`, `nodes` and `hinge_node` are left for the
 /// caller; the geometric-stiffening terms are filled when the nodes carry second-order

@@ -36,6 +36,7 @@ const std::vector<BundledCase> kBundled = {
     {"humanoid", 36, 35, 31}, {"simple_humanoid", 29, 29, 30},
     {"talos", 51, 50, 46},    {"talos_full_v2", 44, 44, 45},
     {"pendulum", 1, 1, 2},    {"double_pendulum", 2, 2, 3},
+    {"flexible_arm", 7, 7, 4},
 };
 
 class BundledModel : public ::testing::TestWithParam<BundledCase> {};

@@ -5,6 +5,9 @@
 
 #include <Eigen/Geometry>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <initializer_list>
 #include <random>
 #include <string>
@@ -14,6 +17,7 @@
 #include "engine/algorithms/crba.h"
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
+#include "engine/model/beam_modes.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 
@@ -400,11 +404,211 @@ TEST(YamlLoaderErrors, UnknownAndReservedKeys) {
   expectYamlError("bodys: []\n", {"bad.yaml:1: unknown top-level key 'bodys' (expected one of:"});
   expectYamlError(oneBody() + "loop_closures: []\n",
                   {"bad.yaml:5: key 'loop_closures' is reserved"});
-  expectYamlError(oneBody() + "    flexible: {modes: 3}\n",
-                  {"bad.yaml:5: body 'a': key 'flexible' is reserved"});
   expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mas: 1}"),
                   {"body 'a': inertia: unknown key 'mas' (expected one of: mass, com, inertia)"});
   expectYamlError("version: 2\n" + oneBody(), {"bad.yaml:1: version: format version 2 is newer"});
+}
+
+// --- flexible bodies ---
+
+// A body "a" on a revolute joint whose `flexible:` block is `flexible` (indented by six spaces),
+// and a child "b" at `child_node` when given.
+std::string flexibleBody(const std::string& flexible, const std::string& child_node = "") {
+  std::string yaml = "bodies:\n"
+                     "  - name: a\n"
+                     "    joint: {type: revolute, axis: [0, 0, 1]}\n"
+                     "    flexible:\n" + flexible;
+  if (!child_node.empty())
+    yaml += "  - name: b\n"
+            "    parent: a\n"
+            "    parent_node: " + child_node + "\n"
+            "    joint: {type: revolute, axis: [0, 0, 1]}\n"
+            "    inertia: {mass: 1.0, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}\n";
+  return yaml;
+}
+
+const char* const kBeam =
+    "      beam: {youngs_modulus: 70.0e9, area_moment: 1.0e-8, density: 2700, area: 4.0e-4,\n"
+    "             length: 0.5, modes: 2, elements: 10, bending: z, damping_ratio: 0.05}\n";
+
+const char* const kLumped =
+    "      modes: 1\n"
+    "      lumped_masses:\n"
+    "        - {position: [0.3, 0, 0], mass: 0.4, slope: [[0], [0], [0.6]], translation: [[0], [0.1], [0]]}\n"
+    "        - {position: [0.6, 0, 0], mass: 0.4, slope: [[0], [0], [1.2]], translation: [[0], [0.4], [0]]}\n"
+    "        - {position: [1.0, 0, 0], mass: 0.2, rotary_inertia: [1.0e-3, 1.0e-3, 1.0e-3, 0, 0, 0],\n"
+    "           slope: [[0], [0], [2]], translation: [[0], [1], [0]], second_order: [[-0.5], [0], [0]]}\n"
+    "      stiffness: [[400]]\n"
+    "      damping: [[0.5]]\n"
+    "      nodes:\n"
+    "        - {name: end, position: [1.0, 0, 0], slope: [[0], [0], [2]], translation: [[0], [1], [0]]}\n";
+
+TEST(YamlFlexible, BeamGeneratorMatchesTheLibraryCall) {
+  const Model m = loadYamlString(flexibleBody(kBeam, "tip"), ".", "beam.yaml");
+  ASSERT_EQ(m.nmodes[1], 2);
+  BeamSpec spec;
+  spec.youngs_modulus = 70e9;
+  spec.area_moment = 1e-8;
+  spec.density = 2700;
+  spec.area = 4e-4;
+  spec.length = 0.5;
+  spec.modes = 2;
+  spec.elements = 10;
+  spec.bending = BeamSpec::Bending::kZ;
+  spec.damping_ratio = 0.05;
+  const FlexibleBody expected = eulerBernoulliBeam(spec);
+  EXPECT_TRUE(m.flexible[1].stiffness.isApprox(expected.stiffness, 1e-14));
+  EXPECT_TRUE(m.flexible[1].damping.isApprox(expected.damping, 1e-14));
+  EXPECT_TRUE(m.flexible[1].geometric_stiffening);
+  EXPECT_EQ(m.parent_node[2], m.flexible[1].nodeIndex("tip"));
+  EXPECT_EQ(m.nq, 4);
+}
+
+TEST(YamlFlexible, LumpedMassesAreReducedAsTheLibraryDoes) {
+  const Model m = loadYamlString(flexibleBody(kLumped, "end"), ".", "lumped.yaml");
+  std::vector<LumpedMassNode> lumped(3);
+  const double x[3] = {0.3, 0.6, 1.0}, y[3] = {0.1, 0.4, 1.0}, slope[3] = {0.6, 1.2, 2.0};
+  for (int k = 0; k < 3; ++k) {
+    lumped[k].position = Vector3(x[k], 0, 0);
+    lumped[k].mass = k < 2 ? 0.4 : 0.2;
+    lumped[k].slope = Matrix3X(3, 1);
+    lumped[k].slope << 0, 0, slope[k];
+    lumped[k].translation = Matrix3X(3, 1);
+    lumped[k].translation << 0, y[k], 0;
+  }
+  lumped[2].rotary_inertia = 1e-3 * Matrix3::Identity();
+  lumped[2].second_order = Matrix3X(3, 1);
+  lumped[2].second_order << -0.5, 0, 0;
+  const FlexibleBody expected = reduceLumpedMasses(lumped, 1, true);
+  const FlexibleBody& got = m.flexible[1];
+  EXPECT_DOUBLE_EQ(got.mass, expected.mass);
+  EXPECT_TRUE(got.rotational_inertia_second.isApprox(expected.rotational_inertia_second));
+  EXPECT_TRUE(got.rotational_inertia_geometric.isApprox(expected.rotational_inertia_geometric));
+  EXPECT_TRUE(got.angular_coupling.isApprox(expected.angular_coupling));
+  EXPECT_TRUE(got.first_moment_second.isApprox(expected.first_moment_second));
+  EXPECT_EQ(got.stiffness(0, 0), 400.0);
+  EXPECT_EQ(got.damping(0, 0), 0.5);
+}
+
+// Writes a 3 × n or n × n matrix as YAML rows.
+std::string rows(const Eigen::MatrixXd& m) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "[";
+  for (int r = 0; r < m.rows(); ++r) {
+    out << (r ? ", [" : "[");
+    for (int c = 0; c < m.cols(); ++c) out << (c ? ", " : "") << m(r, c);
+    out << "]";
+  }
+  out << "]";
+  return out.str();
+}
+
+std::string symmetricBlocks(const Matrix3X& m) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "[";
+  for (int k = 0; k < m.cols() / 3; ++k) {
+    const auto b = m.middleCols<3>(3 * k);
+    out << (k ? ", [" : "[") << b(0, 0) << ", " << b(1, 1) << ", " << b(2, 2) << ", " << b(0, 1)
+        << ", " << b(0, 2) << ", " << b(1, 2) << "]";
+  }
+  out << "]";
+  return out.str();
+}
+
+TEST(YamlFlexible, ModalIntegralsFromAFileRoundTrip) {
+  const Model lumped = loadYamlString(flexibleBody(kLumped), ".", "lumped.yaml");
+  const FlexibleBody& b = lumped.flexible[1];
+  const Matrix3 i0 = b.rotational_inertia;
+  std::ostringstream yaml;
+  yaml.precision(17);
+  yaml << "modes: 1\n"
+       << "modal_integrals:\n"
+       << "  mass: " << b.mass << "\n"
+       << "  first_moment: [" << b.first_moment.x() << ", " << b.first_moment.y() << ", "
+       << b.first_moment.z() << "]\n"
+       << "  first_moment_modes: " << rows(b.first_moment_modes) << "\n"
+       << "  rotational_inertia: [" << i0(0, 0) << ", " << i0(1, 1) << ", " << i0(2, 2) << ", "
+       << i0(0, 1) << ", " << i0(0, 2) << ", " << i0(1, 2) << "]\n"
+       << "  rotational_inertia_modes: " << symmetricBlocks(b.rotational_inertia_modes) << "\n"
+       << "  rotational_inertia_second: " << symmetricBlocks(b.rotational_inertia_second) << "\n"
+       << "  angular_coupling: " << rows(b.angular_coupling) << "\n"
+       << "  angular_coupling_modes: " << rows(b.angular_coupling_modes) << "\n"
+       << "  modal_mass: " << rows(b.modal_mass) << "\n"
+       << "  first_moment_second: " << rows(b.first_moment_second) << "\n"
+       << "  rotational_inertia_geometric: " << symmetricBlocks(b.rotational_inertia_geometric)
+       << "\n"
+       << "  angular_coupling_geometric: " << rows(b.angular_coupling_geometric) << "\n"
+       << "stiffness: [[400]]\n";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hilsim_yaml_flexible";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "link_modes.yaml") << yaml.str();
+  const Model m = loadYamlString(flexibleBody("      file: link_modes.yaml\n"), dir.string(), "m.yaml");
+  const FlexibleBody& got = m.flexible[1];
+  EXPECT_DOUBLE_EQ(got.mass, b.mass);
+  EXPECT_TRUE(got.rotational_inertia_second.isApprox(b.rotational_inertia_second, 1e-15));
+  EXPECT_TRUE(got.rotational_inertia_geometric.isApprox(b.rotational_inertia_geometric, 1e-15));
+  EXPECT_TRUE(got.angular_coupling_modes.isApprox(b.angular_coupling_modes, 1e-15));
+  EXPECT_TRUE(got.geometric_stiffening);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(YamlLoaderErrors, BadFlexibleBodies) {
+  expectYamlError(flexibleBody(kBeam) + "    inertia: {mass: 1}\n",
+                  {"body 'a': inertia: a flexible body takes its inertia from its modal data"});
+  expectYamlError(flexibleBody(kBeam, "elbow"), {"body 'b'", "parent 'a' has no node 'elbow'"});
+  expectYamlError(flexibleBody(std::string(kBeam) + "      modes: 2\n"),
+                  {"flexible.modes: a beam's modes, stiffness and nodes are generated"});
+  expectYamlError(flexibleBody("      modes: 1\n      stiffness: [[1]]\n"),
+                  {"flexible: give exactly one of 'beam', 'lumped_masses', 'modal_integrals'"});
+  auto lumpedWith = [](const std::string& from, const std::string& to) {
+    std::string text = kLumped;
+    text.replace(text.find(from), from.size(), to);
+    return flexibleBody(text);
+  };
+  expectYamlError(lumpedWith("stiffness: [[400]]", "stiffness: [[-400]]"),
+                  {"stiffness is not positive semi-definite"});
+  expectYamlError(lumpedWith("stiffness: [[400]]", "stiffness: [[400, 1]]"),
+                  {"flexible.stiffness[0]: expected a list of 1 numbers"});
+  expectYamlError(lumpedWith("slope: [[0], [0], [0.6]], translation: [[0], [0.1], [0]]",
+                             "slope: [[0], [0.6]], translation: [[0], [0.1], [0]]"),
+                  {"lumped_masses[0].slope: expected 3 rows of 1 numbers"});
+  expectYamlError(lumpedWith("damping: [[0.5]]", "damping: [[.nan]]"), {"must be a finite number"});
+  expectYamlError(lumpedWith("modes: 1", "modes: 1.5"), {"flexible.modes: expected an integer"});
+  expectYamlError(flexibleBody(std::string(kLumped) + "      hinge_node: nowhere\n"),
+                  {"flexible.hinge_node: no node named 'nowhere'"});
+  std::string beam = kBeam;
+  beam.replace(beam.find("bending: z"), 10, "bending: x");
+  expectYamlError(flexibleBody(beam), {"flexible.beam.bending: expected y, z or both, got 'x'"});
+  beam = kBeam;
+  beam.replace(beam.find("modes: 2"), 8, "modes: 40");
+  expectYamlError(flexibleBody(beam), {"flexible.beam: beam: 10 elements give at most 10 modes"});
+  expectYamlError(flexibleBody("      file: missing_modes.yaml\n"),
+                  {"flexible.file", "cannot open", "missing_modes.yaml"});
+  // a modal mass that is not symmetric, one that is indefinite
+  const std::string integrals =
+      "      modes: 2\n"
+      "      modal_integrals:\n"
+      "        mass: 1.0\n"
+      "        first_moment: [0.5, 0, 0]\n"
+      "        first_moment_modes: [[0, 0], [0.3, 0], [0, 0.3]]\n"
+      "        rotational_inertia: [0.01, 0.34, 0.34, 0, 0, 0]\n"
+      "        rotational_inertia_modes: [[0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]\n"
+      "        rotational_inertia_second: [[0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0],\n"
+      "                                    [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]\n"
+      "        angular_coupling: [[0, 0], [0, -0.2], [0.2, 0]]\n"
+      "        angular_coupling_modes: [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]\n"
+      "        modal_mass: MODAL_MASS\n"
+      "      stiffness: [[100, 0], [0, 100]]\n";
+  auto withModalMass = [&](const std::string& mass) {
+    std::string text = integrals;
+    text.replace(text.find("MODAL_MASS"), 10, mass);
+    return flexibleBody(text);
+  };
+  EXPECT_NO_THROW(loadYamlString(withModalMass("[[1, 0], [0, 1]]"), ".", "ok.yaml"));
+  expectYamlError(withModalMass("[[1, 0.5], [0, 1]]"), {"modal mass is not symmetric"});
+  expectYamlError(withModalMass("[[1, 0], [0, -1]]"), {"modal mass is not positive definite"});
 }
 
 TEST(YamlLoaderErrors, InconsistentJointsAndPlacements) {
