@@ -18,8 +18,10 @@ double flexibleKineticEnergy(const Model& model, Data& data, const Eigen::Vector
     if (const int n = model.nmodes[i]; n > 0) {
       // ½ V_mᵀ M_m V_m = ½ Vᵀ M_rr V + η̇ᵀ M_rfᵀ V + ½ η̇ᵀ M_ff η̇
       const auto eta_dot = v.segment(model.idxModesV(i), n);
-      energy += eta_dot.dot(data.flex.M_rf_W[i].transpose() * V);
-      energy += 0.5 * eta_dot.dot(model.flexible[i].modal_mass * eta_dot);
+      Eigen::VectorXd& scratch = data.flex.f_f[i];  // n_m, preallocated
+      scratch.noalias() = data.flex.M_rf_W[i].transpose() * V;
+      scratch.noalias() += 0.5 * model.flexible[i].modal_mass * eta_dot;
+      energy += eta_dot.dot(scratch);
     }
   }
   energy += 0.5 * v.dot(model.armature.cwiseProduct(v));
@@ -38,7 +40,9 @@ double flexiblePotentialEnergy(const Model& model, Data& data, const Eigen::Vect
     energy -= I_W.mass * model.gravity.dot(I_W.com);
     if (const int n = model.nmodes[i]; n > 0) {
       const auto eta = q.segment(model.idxModesQ(i), n);
-      energy += 0.5 * eta.dot(model.flexible[i].stiffness * eta);
+      Eigen::VectorXd& scratch = data.flex.f_f[i];  // n_m, preallocated
+      scratch.noalias() = model.flexible[i].stiffness * eta;
+      energy += 0.5 * eta.dot(scratch);
     }
   }
   data.potential_energy = energy;

@@ -209,6 +209,21 @@ TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
   return builder.build();
 }
 
+/// A floating tree mixing rigid and flexible bodies (1–4 modes, hinge nodes, children on nodes,
+/// geometric stiffening).
+[[maybe_unused]] Model flexibleTree() {
+  std::mt19937 rng(32);
+  test::RandomFlexibleTreeOptions options;
+  options.bodies = 8;
+  return test::randomFlexibleTree(rng, options);
+}
+
+[[maybe_unused]] Model modelNamed(const std::string& name) {
+  if (name == "floating_tree") return floatingTree();
+  if (name == "flexible_tree") return flexibleTree();
+  return fixedBaseChain();
+}
+
 struct SimulatorCase {
   const char* model_name;
   Formulation formulation;
@@ -227,8 +242,7 @@ TEST_P(SimulatorAllocations, TenThousandStepsAllocateNothing) {
   GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
 #else
   const SimulatorCase c = GetParam();
-  const auto model = std::make_shared<const Model>(
-      std::string(c.model_name) == "floating_tree" ? floatingTree() : fixedBaseChain());
+  const auto model = std::make_shared<const Model>(modelNamed(c.model_name));
   std::mt19937 rng(5);
   Simulator sim(model, c.formulation, c.integrator, 1e-3);
   sim.setState(test::randomConfiguration(*model, rng), test::randomVector(model->nv, rng, 0.1));
@@ -256,7 +270,11 @@ INSTANTIATE_TEST_SUITE_P(
         SimulatorCase{"fixed_chain", Formulation::kAba, Integrator::kSemiImplicitEuler},
         SimulatorCase{"fixed_chain", Formulation::kAba, Integrator::kRk4},
         SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kRk4}),
+        SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kRk4},
+        SimulatorCase{"flexible_tree", Formulation::kAba, Integrator::kSemiImplicitEuler},
+        SimulatorCase{"flexible_tree", Formulation::kAba, Integrator::kRk4},
+        SimulatorCase{"flexible_tree", Formulation::kCrba, Integrator::kSemiImplicitEuler},
+        SimulatorCase{"flexible_tree", Formulation::kCrba, Integrator::kRk4}),
     [](const auto& info) {
       return std::string(info.param.model_name) + "_" +
              std::string(formulationName(info.param.formulation)) + "_" +
@@ -270,7 +288,7 @@ TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
 #if !HILSIM_ALLOCATION_HOOKS
   GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
 #else
-  const Model model = std::string(GetParam()) == "floating_tree" ? floatingTree() : fixedBaseChain();
+  const Model model = modelNamed(GetParam());
   Data data(model);
   std::mt19937 rng(6);
   const Eigen::VectorXd q = test::randomConfiguration(model, rng);
@@ -306,6 +324,11 @@ TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
       sum += bodyVelocityInBodyFrame(data, model.nbodies - 1)(0);
       sum += bodyOriginVelocity(data, model.nbodies - 1)(0);
       sum += bodyOriginAcceleration(data, model.nbodies - 1)(0);
+      for (int i = 1; i < model.nbodies; ++i) {
+        if (model.nmodes[i] == 0 || model.flexible[i].nodes.empty()) continue;
+        sum += nodePlacement(model, data, q, i, 0).translation(0);
+        sum += nodeVelocity(model, data, q, v, i, 0)(0);
+      }
       sum += kineticEnergy(model, data, q, v);
       sum += potentialEnergy(model, data, q);
       integrateConfiguration(model, q, v, 1e-3, q_next);
@@ -320,7 +343,7 @@ TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, AlgorithmAllocations,
-                         ::testing::Values("floating_tree", "fixed_chain"));
+                         ::testing::Values("floating_tree", "fixed_chain", "flexible_tree"));
 
 // Simulator::energy() and setState() are also callable from the loop.
 TEST(SimulatorStateAllocations, EnergyAndSetStateAllocateNothing) {
