@@ -273,14 +273,18 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
     const std::size_t start = at + 8;
     examples.push_back(doc.substr(start, doc.find("```", start) - start));
   }
-  ASSERT_EQ(examples.size(), 2u);
+  ASSERT_EQ(examples.size(), 3u);
   const Model arm = loadYamlString(examples[0], ".", "two_link_arm.yaml");
   EXPECT_EQ(arm.name, "two_link_arm");
   EXPECT_EQ(arm.nv, 2);
   EXPECT_EQ(arm.jointIndex("shoulder"), 1);
   EXPECT_EQ(arm.jointIndex("elbow"), 2);
   EXPECT_EQ(arm.frames[arm.frameIndex("tool")].body, 2);
-  const Model wrapped = loadYamlString(examples[1], HILSIM_MODEL_DIR, "quadruped.yaml");
+  const Model flexible = loadYamlString(examples[1], ".", "flexible_link.yaml");
+  EXPECT_EQ(flexible.nmodes[1], 2);
+  EXPECT_EQ(flexible.nv, 4);
+  EXPECT_EQ(flexible.parent_node[2], flexible.flexible[1].nodeIndex("tip"));
+  const Model wrapped = loadYamlString(examples[2], HILSIM_MODEL_DIR, "quadruped.yaml");
   EXPECT_EQ(wrapped.nq, 19);
   EXPECT_EQ(wrapped.nv, 18);
 }
