@@ -57,10 +57,12 @@ void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen
 
 const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd& q,
                            const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
-                           std::span<const ForceVector> f_ext_B) {
+                           std::span<const ForceVector> f_ext_B,
+                           std::span<const NodalForce> nodal_forces) {
   assert(q.size() == model.nq && v.size() == model.nv && tau.size() == model.nv);
   assert(f_ext_B.empty() || static_cast<int>(f_ext_B.size()) == model.nbodies);
-  if (model.has_flexible_bodies) return flexibleAba(model, data, q, v, tau, f_ext_B);
+  if (model.has_flexible_bodies) return flexibleAba(model, data, q, v, tau, f_ext_B, nodal_forces);
+  assert(nodal_forces.empty());
 
   // outward sweep: kinematics, a_m(k) = c_W, and start P(k) = M(k), z(k) = b_m(k) − f_ext
   data.V_W[0].setZero();

@@ -9,10 +9,12 @@ namespace hilsim {
 
 /// Joint accelerations q̈ for joint forces tau (nv) at state (q, v), so that
 /// rnea(q, v, q̈, f_ext_B) == tau. External wrenches as in rnea. Result in data.qdd (also
-/// returned). O(n), allocation-free. All spatial quantities are kept in W about W's origin, where
+/// returned). `nodal_forces`: wrenches at nodes of flexible bodies (docs/FLEXIBLE.md). O(n),
+/// allocation-free. All spatial quantities are kept in W about W's origin, where
 /// every interbody operator Φ(k+1, k) of seed 004 is the identity.
 const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd& q,
                            const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
-                           std::span<const ForceVector> f_ext_B = {});
+                           std::span<const ForceVector> f_ext_B = {},
+                           std::span<const NodalForce> nodal_forces = {});
 
 }  // namespace hilsim

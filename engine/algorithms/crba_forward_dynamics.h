@@ -8,12 +8,14 @@
 
 namespace hilsim {
 
-/// Joint accelerations for joint forces tau (nv) at state (q, v), external wrenches as in rnea.
+/// Joint accelerations for joint forces tau (nv) at state (q, v), external wrenches and nodal
+/// forces as in rnea.
 /// Result in data.qdd (also returned); data.M, data.bias_forces and data.M_factor are left
 /// filled. Allocation-free.
 const Eigen::VectorXd& crbaForwardDynamics(const Model& model, Data& data,
                                            const Eigen::VectorXd& q, const Eigen::VectorXd& v,
                                            const Eigen::VectorXd& tau,
-                                           std::span<const ForceVector> f_ext_B = {});
+                                           std::span<const ForceVector> f_ext_B = {},
+                                           std::span<const NodalForce> nodal_forces = {});
 
 }  // namespace hilsim

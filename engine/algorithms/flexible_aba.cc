@@ -6,7 +6,8 @@ namespace hilsim {
 
 const Eigen::VectorXd& flexibleAba(const Model& model, Data& data, const Eigen::VectorXd& q,
                                    const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
-                                   std::span<const ForceVector> f_ext_B) {
+                                   std::span<const ForceVector> f_ext_B,
+                                   std::span<const NodalForce> nodal_forces) {
   assert(q.size() == model.nq && v.size() == model.nv && tau.size() == model.nv);
   assert(f_ext_B.empty() || static_cast<int>(f_ext_B.size()) == model.nbodies);
   Data::Flexible& flex = data.flex;
@@ -30,6 +31,8 @@ const Eigen::VectorXd& flexibleAba(const Model& model, Data& data, const Eigen::
       data.z_W[i] -= f_ext_W;
     }
   }
+
+  detail::applyNodalForces(model, data, q.data(), nodal_forces, data.z_W, flex.z_f);
 
   // inward sweep, tips → base: (7.10) and (7.11). P and z already hold the children's
   // 𝒜 P_R⁺ 𝒜* and 𝒜 z_R⁺.

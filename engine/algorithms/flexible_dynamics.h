@@ -4,7 +4,8 @@
 // directly on a rigid model they give the rigid results (every body then has n_m = 0).
 //
 // Coordinates of a flexible body: its joint's, then its modal coordinates η (Model::idxModesQ).
-// Generalized forces `tau` include the modal ones (zero for an unloaded structure).
+// Generalized forces `tau` include the modal ones (zero for an unloaded structure). External loads:
+// `f_ext_B` on body frames as for rigid bodies, and `nodal_forces` at nodes of flexible bodies.
 #pragma once
 
 #include <span>
@@ -17,12 +18,14 @@ namespace hilsim {
 /// generalized forces (joint and modal) that produce accelerations `a`. Same contract as rnea.
 const Eigen::VectorXd& flexibleRnea(const Model& model, Data& data, const Eigen::VectorXd& q,
                                     const Eigen::VectorXd& v, const Eigen::VectorXd& a,
-                                    std::span<const ForceVector> f_ext_B = {});
+                                    std::span<const ForceVector> f_ext_B = {},
+                                    std::span<const NodalForce> nodal_forces = {});
 
 /// Bias forces 𝒞 (4.2 with χ̇ = 0), into data.bias_forces. Same contract as nonLinearEffects.
 const Eigen::VectorXd& flexibleNonLinearEffects(const Model& model, Data& data,
                                                 const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                                                std::span<const ForceVector> f_ext_B = {});
+                                                std::span<const ForceVector> f_ext_B = {},
+                                                std::span<const NodalForce> nodal_forces = {});
 
 /// Composite-body mass matrix ℳ (5.5), into data.M. Same contract as crba.
 const Eigen::MatrixXd& flexibleCrba(const Model& model, Data& data, const Eigen::VectorXd& q);
@@ -31,7 +34,8 @@ const Eigen::MatrixXd& flexibleCrba(const Model& model, Data& data, const Eigen:
 /// notes' "Fix B" for the Coriolis term and D_f factored directly (no Γ⁻¹). Same contract as aba.
 const Eigen::VectorXd& flexibleAba(const Model& model, Data& data, const Eigen::VectorXd& q,
                                    const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
-                                   std::span<const ForceVector> f_ext_B = {});
+                                   std::span<const ForceVector> f_ext_B = {},
+                                   std::span<const NodalForce> nodal_forces = {});
 
 /// Kinetic energy ½ χᵀ ℳ χ, body by body: ½ V_mᵀ M_m(η) V_m [J].
 double flexibleKineticEnergy(const Model& model, Data& data, const Eigen::VectorXd& q,

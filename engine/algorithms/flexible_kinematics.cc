@@ -326,4 +326,32 @@ void modalInertiaStep(const Model& model, Data& data, int i, const double* q, co
   X.actForce(b_r_B, b_r_W);
 }
 
+void applyNodalForces(const Model& model, Data& data, const double* q,
+                      std::span<const NodalForce> nodal_forces,
+                      std::vector<ForceVector>& rigid_bias_W,
+                      std::vector<Eigen::VectorXd>& modal_bias) {
+  for (const NodalForce& load : nodal_forces) {
+    const int i = load.body;
+    assert(i > 0 && i < model.nbodies && model.nmodes[i] > 0);
+    const FlexibleBody& body = model.flexible[i];
+    assert(load.node >= 0 && load.node < static_cast<int>(body.nodes.size()));
+    const ModalNode& node = body.nodes[load.node];
+    const double* eta = q + model.idxModesQ(i);
+    const Transform& X_WB = data.X_WB[i];
+    Transform X_BN;
+    nodePose(body, node, eta, X_BN);
+    // the wrench about W's origin: n_O = n + p × f
+    const Vector3 p_W = X_WB.actPoint(X_BN.translation);
+    ForceVector f_O = load.wrench_W;
+    f_O.head<3>() += p_W.cross(load.wrench_W.tail<3>());
+    rigid_bias_W[i] -= f_O;
+    // modal part: ψ_Bᵀ f_B, ψ the node's twist per unit η̇ about B's origin
+    ForceVector f_B;
+    X_WB.invActForce(f_O, f_B);
+    Matrix6N& psi_B = data.flex.scratch_6n[i];
+    nodeTwist(body, node, eta, nullptr, psi_B, nullptr);
+    modal_bias[i].noalias() -= psi_B.leftCols(body.nmodes).transpose() * f_B;
+  }
+}
+
 }  // namespace hilsim::detail

@@ -9,6 +9,8 @@
 // node, per unit modal rate (docs/FLEXIBLE.md).
 #pragma once
 
+#include <span>
+
 #include "engine/model/data.h"
 
 namespace hilsim::detail {
@@ -44,5 +46,13 @@ void flexibleJointVelocityStep(const Model& model, Data& data, int i, const doub
 /// matrix blocks are computed.
 void modalInertiaStep(const Model& model, Data& data, int i, const double* q, const double* v,
                       ForceVector& b_r_W);
+
+/// Subtracts the external nodal wrenches from the bias of their bodies: the rigid part from
+/// rigid_bias_W[body] (a spatial force about W's origin), the modal part ψᵀ f from modal_bias[body].
+/// Requires the poses of the position step.
+void applyNodalForces(const Model& model, Data& data, const double* q,
+                      std::span<const NodalForce> nodal_forces,
+                      std::vector<ForceVector>& rigid_bias_W,
+                      std::vector<Eigen::VectorXd>& modal_bias);
 
 }  // namespace hilsim::detail

@@ -9,7 +9,8 @@ namespace {
 // Shared body of flexibleRnea and flexibleNonLinearEffects; a == nullptr: zero accelerations.
 void flexibleInverseDynamics(const Model& model, Data& data, const Eigen::VectorXd& q,
                              const Eigen::VectorXd& v, const double* a,
-                             std::span<const ForceVector> f_ext_B, Eigen::VectorXd& tau) {
+                             std::span<const ForceVector> f_ext_B,
+                             std::span<const NodalForce> nodal_forces, Eigen::VectorXd& tau) {
   assert(q.size() == model.nq && v.size() == model.nv && tau.size() == model.nv);
   assert(f_ext_B.empty() || static_cast<int>(f_ext_B.size()) == model.nbodies);
   Data::Flexible& flex = data.flex;
@@ -57,6 +58,8 @@ void flexibleInverseDynamics(const Model& model, Data& data, const Eigen::Vector
     }
   }
 
+  detail::applyNodalForces(model, data, q.data(), nodal_forces, data.f_W, flex.f_f);
+
   // inward sweep, tips → base: T_r = Sᵀ f^r, T_f = f^f − Ψ_dᵀ f^r, and f_m(λ) += 𝒜 f^r
   for (int i = model.nbodies - 1; i >= 1; --i) {
     const int iv = model.idx_v[i];
@@ -83,16 +86,18 @@ void flexibleInverseDynamics(const Model& model, Data& data, const Eigen::Vector
 
 const Eigen::VectorXd& flexibleRnea(const Model& model, Data& data, const Eigen::VectorXd& q,
                                     const Eigen::VectorXd& v, const Eigen::VectorXd& a,
-                                    std::span<const ForceVector> f_ext_B) {
+                                    std::span<const ForceVector> f_ext_B,
+                                    std::span<const NodalForce> nodal_forces) {
   assert(a.size() == model.nv);
-  flexibleInverseDynamics(model, data, q, v, a.data(), f_ext_B, data.tau);
+  flexibleInverseDynamics(model, data, q, v, a.data(), f_ext_B, nodal_forces, data.tau);
   return data.tau;
 }
 
 const Eigen::VectorXd& flexibleNonLinearEffects(const Model& model, Data& data,
                                                 const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                                                std::span<const ForceVector> f_ext_B) {
-  flexibleInverseDynamics(model, data, q, v, nullptr, f_ext_B, data.bias_forces);
+                                                std::span<const ForceVector> f_ext_B,
+                                                std::span<const NodalForce> nodal_forces) {
+  flexibleInverseDynamics(model, data, q, v, nullptr, f_ext_B, nodal_forces, data.bias_forces);
   return data.bias_forces;
 }
 

@@ -65,17 +65,22 @@ void inverseDynamics(const Model& model, Data& data, const Eigen::VectorXd& q,
 
 const Eigen::VectorXd& rnea(const Model& model, Data& data, const Eigen::VectorXd& q,
                             const Eigen::VectorXd& v, const Eigen::VectorXd& a,
-                            std::span<const ForceVector> f_ext_B) {
+                            std::span<const ForceVector> f_ext_B,
+                            std::span<const NodalForce> nodal_forces) {
   assert(a.size() == model.nv);
-  if (model.has_flexible_bodies) return flexibleRnea(model, data, q, v, a, f_ext_B);
+  if (model.has_flexible_bodies) return flexibleRnea(model, data, q, v, a, f_ext_B, nodal_forces);
+  assert(nodal_forces.empty());
   inverseDynamics(model, data, q, v, a.data(), f_ext_B, data.tau);
   return data.tau;
 }
 
 const Eigen::VectorXd& nonLinearEffects(const Model& model, Data& data, const Eigen::VectorXd& q,
                                         const Eigen::VectorXd& v,
-                                        std::span<const ForceVector> f_ext_B) {
-  if (model.has_flexible_bodies) return flexibleNonLinearEffects(model, data, q, v, f_ext_B);
+                                        std::span<const ForceVector> f_ext_B,
+                                        std::span<const NodalForce> nodal_forces) {
+  if (model.has_flexible_bodies)
+    return flexibleNonLinearEffects(model, data, q, v, f_ext_B, nodal_forces);
+  assert(nodal_forces.empty());
   inverseDynamics(model, data, q, v, nullptr, f_ext_B, data.bias_forces);
   return data.bias_forces;
 }

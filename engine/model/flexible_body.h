@@ -92,6 +92,14 @@ struct FlexibleBody {
   std::string validate() const;
 };
 
+/// An external wrench at a node of a flexible body: the moment about the node's origin and the
+/// force, both in W's axes [N·m; N]. Input of the dynamics algorithms (`nodal_forces`).
+struct NodalForce {
+  int body = 0;  ///< index of the flexible body
+  int node = 0;  ///< index in its FlexibleBody::nodes
+  ForceVector wrench_W = ForceVector::Zero();
+};
+
 /// Natural frequencies of the body with its joint held still, √eig(K, M_ff) [rad/s], ascending.
 Eigen::VectorXd naturalFrequencies(const FlexibleBody& body);
 

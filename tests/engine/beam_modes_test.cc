@@ -7,6 +7,7 @@
 
 #include <Eigen/Eigenvalues>
 
+#include "engine/algorithms/rnea.h"
 #include "engine/integrators/simulator.h"
 #include "engine/model/beam_modes.h"
 #include "engine/model/model_builder.h"
@@ -150,6 +151,37 @@ TEST(BeamModes, SpinningCantileverGainsTheSouthwellStiffness) {
     const double w = spinningFrequency(spec, spin);
     EXPECT_NEAR((w * w - w0 * w0) / (spin * spin), -1.0, kCoefficientTol);
   }
+}
+
+// A static load at the tip of a cantilever (4 modes): the modal equilibrium K η = ψᵀ f gives the
+// beam-theory tip deflection P L³/3EI for a force and M L²/2EI for a moment. Truncated to four
+// modes the force case is within 0.5 %, the moment case (which excites the higher modes more)
+// within 1 %: measured −0.74 %.
+TEST(BeamModes, StaticTipLoadsDeflectTheBeamAsBeamTheorySays) {
+  BeamSpec spec = aluminiumStrip();
+  spec.modes = 4;
+  BodySpec beam;
+  beam.name = "beam";
+  beam.joint = Joint::revolute(Vector3::UnitZ());
+  beam.flexible = eulerBernoulliBeam(spec);
+  const Model model = ModelBuilder("cantilever").setGravity(Vector3::Zero()).addBody(beam).build();
+  Data data(model);
+  const int tip = model.flexible[1].nodeIndex("tip");
+  const double ei = spec.youngs_modulus * spec.area_moment, l = spec.length;
+  const Eigen::VectorXd q = model.neutralConfiguration(), zero = Eigen::VectorXd::Zero(model.nv);
+  auto tipDeflection = [&](const ForceVector& wrench) {
+    // at rest and undeformed the modal forces are −ψᵀ f; equilibrium η = K⁻¹ ψᵀ f
+    const NodalForce load{1, tip, wrench};
+    const Eigen::VectorXd tau = rnea(model, data, q, zero, zero, {}, {&load, 1});
+    const Eigen::VectorXd eta = -model.flexible[1].stiffness.ldlt().solve(tau.tail(4));
+    return Vector3(model.flexible[1].nodes[tip].translation * eta).y();
+  };
+  ForceVector force = ForceVector::Zero();
+  force[4] = -0.1;  // 0.1 N along −y
+  EXPECT_NEAR(tipDeflection(force) / (-0.1 * l * l * l / (3.0 * ei)), 1.0, 0.005);
+  ForceVector moment = ForceVector::Zero();
+  moment[2] = 0.01;  // 0.01 N·m about z
+  EXPECT_NEAR(tipDeflection(moment) / (0.01 * l * l / (2.0 * ei)), 1.0, 0.01);
 }
 
 TEST(BeamModes, BadSpecificationsAreRejected) {

@@ -90,20 +90,27 @@ TEST(FlexibleDynamics, AbaCompositeBodyRneaAndDenseSolveAgree) {
     Data data(model);
     std::vector<ForceVector> f_ext(model.nbodies);
     for (auto& f : f_ext) f = test::randomVector(6, rng);
+    // a wrench at the first node of every flexible body that has one
+    std::vector<NodalForce> nodal;
+    for (int i = 1; i < model.nbodies; ++i)
+      if (model.nmodes[i] > 0 && !model.flexible[i].nodes.empty())
+        nodal.push_back(NodalForce{i, 0, test::randomVector(6, rng)});
     for (int s = 0; s < 3; ++s) {
       const State x = randomState(model, rng);
       const Eigen::VectorXd tau = test::randomVector(model.nv, rng, 5.0);
       std::span<const ForceVector> fext;
-      if (s == 1) fext = f_ext;
+      if (s >= 1) fext = f_ext;
+      std::span<const NodalForce> loads;
+      if (s == 2) loads = nodal;
       const std::string where = "trial " + std::to_string(trial) + " state " + std::to_string(s);
 
-      const Eigen::VectorXd qdd_aba = aba(model, data, x.q, x.v, tau, fext);
-      const Eigen::VectorXd qdd_crba = crbaForwardDynamics(model, data, x.q, x.v, tau, fext);
+      const Eigen::VectorXd qdd_aba = aba(model, data, x.q, x.v, tau, fext, loads);
+      const Eigen::VectorXd qdd_crba = crbaForwardDynamics(model, data, x.q, x.v, tau, fext, loads);
       EXPECT_LT(relativeDifference(qdd_aba, qdd_crba), kFormulationRelTol) << where;
 
       // dense: ℳ from the kinetic energy, 𝒞 from rnea at χ̇ = 0, then ℳ⁻¹(T − 𝒞)
       const Eigen::MatrixXd M_dense = massMatrixFromKineticEnergy(model, data, x.q);
-      const Eigen::VectorXd bias = nonLinearEffects(model, data, x.q, x.v, fext);
+      const Eigen::VectorXd bias = nonLinearEffects(model, data, x.q, x.v, fext, loads);
       const Eigen::VectorXd qdd_dense = M_dense.llt().solve(tau - bias);
       EXPECT_LT(relativeDifference(qdd_aba, qdd_dense), kFormulationRelTol) << where;
 
@@ -112,7 +119,7 @@ TEST(FlexibleDynamics, AbaCompositeBodyRneaAndDenseSolveAgree) {
       EXPECT_LT(relativeDifference(M, M_dense), kFormulationRelTol) << where;
 
       // RNEA inverts ABA
-      const Eigen::VectorXd tau_back = rnea(model, data, x.q, x.v, qdd_aba, fext);
+      const Eigen::VectorXd tau_back = rnea(model, data, x.q, x.v, qdd_aba, fext, loads);
       EXPECT_LT(relativeDifference(tau_back, tau), kFormulationRelTol) << where;
     }
   }
@@ -358,6 +365,39 @@ TEST(FlexibleDynamics, Rk4ConservesEnergyWithoutDamping) {
   EXPECT_LT(coarse, 1e-5);
   // fourth order: halving the step divides the drift by about 16
   EXPECT_GT(coarse / fine, 10.0);
+}
+
+// A nodal wrench enters the generalized forces as its virtual power: −Q·v = f·(node's twist) for
+// every v, with the node's twist from nodeVelocity (independent of the projection in the
+// algorithms).
+TEST(FlexibleDynamics, NodalForcesEnterByTheirVirtualPower) {
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 6; ++trial) {
+    const Model model = test::randomFlexibleTree(rng, treeOptions(trial));
+    Data data(model);
+    const State x = randomState(model, rng);
+    const Eigen::VectorXd a = test::randomVector(model.nv, rng);
+    for (int i = 1; i < model.nbodies; ++i) {
+      if (model.nmodes[i] == 0) continue;
+      const int node = static_cast<int>(model.flexible[i].nodes.size()) - 1;
+      const NodalForce load{i, node, test::randomVector(6, rng)};
+      const Eigen::VectorXd loaded = rnea(model, data, x.q, x.v, a, {}, {&load, 1});
+      const Eigen::VectorXd free = rnea(model, data, x.q, x.v, a);
+      const Eigen::VectorXd Q = free - loaded;  // generalized force of the load
+      for (int k = 0; k < 4; ++k) {
+        const Eigen::VectorXd u = test::randomVector(model.nv, rng);
+        forwardKinematics(model, data, x.q, u);
+        // twist of the node frame in W about W's origin; the wrench about the node's origin
+        const MotionVector twist = nodeVelocity(model, data, x.q, u, i, node);
+        const Vector3 p = nodePlacement(model, data, x.q, i, node).translation;
+        ForceVector f_O = load.wrench_W;
+        f_O.head<3>() += p.cross(load.wrench_W.tail<3>());
+        const double power = f_O.dot(twist);
+        EXPECT_NEAR(Q.dot(u), power, 1e-10 * std::max(1.0, std::abs(power)))
+            << "trial " << trial << " body " << i;
+      }
+    }
+  }
 }
 
 TEST(FlexibleDynamics, RigidModelGivesTheRigidResults) {
