@@ -488,7 +488,8 @@ TEST(UdpEndpoint, RealtimePeerReceivesEveryCycleAndItsCommandsApplyWithinAFewCyc
   EXPECT_GE(lags.front(), 1u) << "applied at a cycle that starts after the state it answers";
   EXPECT_LE(lags[lags.size() / 2], 3u) << "median command lag in cycles";
   // states: every gap in the cycles the peer saw was counted as skipped by the server (loopback
-  // loses nothing); the sync's answer may repeat a cycle
+  // loses nothing); the sync's answer may repeat a cycle. How many are skipped depends on the
+  // host's load; how fast the path is, is measured by bench/network_bench.cc, not here.
   std::uint64_t missing = 0;
   std::uint64_t newest = cycles.front();
   for (const std::uint64_t c : cycles) {
@@ -496,7 +497,6 @@ TEST(UdpEndpoint, RealtimePeerReceivesEveryCycleAndItsCommandsApplyWithinAFewCyc
     newest = std::max(newest, c);
   }
   EXPECT_EQ(missing, load(rig.udp().states_skipped));
-  EXPECT_LE(missing, static_cast<std::uint64_t>(kStates / 10)) << "the publisher keeps up";
   EXPECT_EQ(load(rig.udp().send_errors), 0u);
   EXPECT_EQ(load(rig.udp().accepted), kStates + 1u);
 }
