@@ -32,7 +32,9 @@ Data::Data(const Model& model)
   flex.P_ff.resize(nb);
   flex.P_rf_W.resize(nb);
   flex.z_f.resize(nb);
-  flex.D_f.resize(nb);
+  // LLT leaves its status unset until compute(): construct each in place, never copy or move one
+  flex.D_f.reserve(nb);
+  flex.D_f.emplace_back(0);
   flex.g_W.resize(nb);
   flex.mu_W.resize(nb);
   flex.nu_f.resize(nb);
@@ -50,7 +52,7 @@ Data::Data(const Model& model)
     flex.P_ff[i] = Eigen::MatrixXd::Zero(n, n);
     flex.P_rf_W[i] = Matrix6N::Zero(6, n);
     flex.z_f[i] = Eigen::VectorXd::Zero(n);
-    flex.D_f[i] = Eigen::LLT<Eigen::MatrixXd>(n);
+    flex.D_f.emplace_back(n);
     flex.g_W[i] = Matrix6N::Zero(6, n);
     flex.mu_W[i] = Matrix6N::Zero(6, n);
     flex.nu_f[i] = Eigen::VectorXd::Zero(n);
