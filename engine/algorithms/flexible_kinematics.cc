@@ -44,35 +44,43 @@ void nodePose(const FlexibleBody& body, const ModalNode& node, const double* eta
 }
 
 void nodeTwist(const FlexibleBody& body, const ModalNode& node, const double* eta,
-               const double* eta_dot, Matrix6N& psi_B, MotionVector* rate_B) {
+               Matrix6N& psi_B) {
   const int n = body.nmodes;
   const ConstVectorMap eta_v(eta, n);
   Vector3 x;
   x.noalias() = node.slope * eta_v;
   const Matrix3 jacobian = so3LeftJacobian(x);
   const Vector3 l = nodePosition(body, node, eta_v);
-  Vector3 l_dot = Vector3::Zero();
   for (int r = 0; r < n; ++r) {
     const Vector3 omega_r = jacobian * node.slope.col(r);
-    const Vector3 u_r = modeDisplacement(body, node, eta_v, r);
     psi_B.col(r).head<3>() = omega_r;
-    psi_B.col(r).tail<3>() = u_r - omega_r.cross(l);
-    if (eta_dot != nullptr) l_dot += u_r * eta_dot[r];
+    psi_B.col(r).tail<3>() = modeDisplacement(body, node, eta_v, r) - omega_r.cross(l);
   }
-  if (rate_B == nullptr) return;
+}
+
+MotionVector nodeTwistRate(const FlexibleBody& body, const ModalNode& node, const double* eta,
+                           const double* eta_dot) {
   // ψ̇ η̇ = [ω̇_c; q(η̇, η̇) − ω̇_c × l − ω × l̇], ω̇_c = J̇ λ η̇, ω = J λ η̇, l̇ = Σ u_r η̇_r
+  const int n = body.nmodes;
+  const ConstVectorMap eta_v(eta, n);
   const ConstVectorMap eta_dot_v(eta_dot, n);
-  Vector3 x_dot;
+  Vector3 x, x_dot;
+  x.noalias() = node.slope * eta_v;
   x_dot.noalias() = node.slope * eta_dot_v;
   const Vector3 omega_dot = so3LeftJacobianRateTimesRate(x, x_dot);
-  const Vector3 omega = jacobian * x_dot;
+  const Vector3 omega = so3LeftJacobian(x) * x_dot;
+  const Vector3 l = nodePosition(body, node, eta_v);
+  Vector3 l_dot = Vector3::Zero();
+  for (int r = 0; r < n; ++r) l_dot += modeDisplacement(body, node, eta_v, r) * eta_dot[r];
   Vector3 u_dot = Vector3::Zero();
   if (body.geometric_stiffening && node.second_order.cols() != 0)
     for (int r = 0; r < n; ++r)
       for (int s = 0; s < n; ++s)
         u_dot += node.second_order.col(r * n + s) * (eta_dot[r] * eta_dot[s]);
-  rate_B->head<3>() = omega_dot;
-  rate_B->tail<3>() = u_dot - omega_dot.cross(l) - omega.cross(l_dot);
+  MotionVector rate;
+  rate.head<3>() = omega_dot;
+  rate.tail<3>() = u_dot - omega_dot.cross(l) - omega.cross(l_dot);
+  return rate;
 }
 
 MotionVector nodeRelativeTwist(const FlexibleBody& body, const ModalNode& node, const double* eta,
@@ -111,7 +119,7 @@ void flexibleJointPositionStep(const Model& model, Data& data, int i, const doub
     X_WP.compose(X_PN, X_WN);
     X_WN.compose(model.joint_placement[i], X_WJ);
     Matrix6N& psi_B = flex.scratch_6n[i];
-    nodeTwist(body, node, eta, nullptr, psi_B, nullptr);
+    nodeTwist(body, node, eta, psi_B);
     for (int r = 0; r < body.nmodes; ++r) {
       auto col = flex.Psi_t_W[i].col(r);
       X_WP.actMotion(psi_B.col(r), col);
@@ -131,7 +139,7 @@ void flexibleJointPositionStep(const Model& model, Data& data, int i, const doub
     nodePose(own, node, eta, X_BD);
     X_WC.compose(X_BD.inverse(), data.X_WB[i]);
     Matrix6N& psi_B = flex.scratch_6n[i];
-    nodeTwist(own, node, eta, nullptr, psi_B, nullptr);
+    nodeTwist(own, node, eta, psi_B);
     for (int r = 0; r < own.nmodes; ++r) {
       auto col = flex.Psi_d_W[i].col(r);
       data.X_WB[i].actMotion(psi_B.col(r), col);
@@ -164,9 +172,9 @@ void flexibleJointVelocityStep(const Model& model, Data& data, int i, const doub
     node_velocity.noalias() = flex.Psi_t_W[i] * eta_dot;
     crossMotion(V_parent, node_velocity, cross);
     c += cross;
-    MotionVector rate_B, rate_W;
-    nodeTwist(body, body.nodes[model.parent_node[i]], q + model.idxModesQ(parent),
-              v + model.idxModesV(parent), flex.scratch_6n[i], &rate_B);
+    const MotionVector rate_B = nodeTwistRate(body, body.nodes[model.parent_node[i]],
+                                              q + model.idxModesQ(parent), v + model.idxModesV(parent));
+    MotionVector rate_W;
     data.X_WB[parent].actMotion(rate_B, rate_W);
     c += rate_W;
     V_node += node_velocity;
@@ -196,9 +204,9 @@ void flexibleJointVelocityStep(const Model& model, Data& data, int i, const doub
     V -= hinge_velocity;
     crossMotion(V, hinge_velocity, cross);
     c -= cross;
-    MotionVector rate_B, rate_W;
-    nodeTwist(own, own.nodes[own.hinge_node], q + model.idxModesQ(i), v + model.idxModesV(i),
-              flex.scratch_6n[i], &rate_B);
+    const MotionVector rate_B = nodeTwistRate(own, own.nodes[own.hinge_node],
+                                              q + model.idxModesQ(i), v + model.idxModesV(i));
+    MotionVector rate_W;
     data.X_WB[i].actMotion(rate_B, rate_W);
     c -= rate_W;
   }
@@ -210,16 +218,10 @@ void modalInertiaStep(const Model& model, Data& data, int i, const double* q, co
   const int n = model.nmodes[i];
   if (n == 0) {
     // rigid body: M_rr = I, b = V ×* I V
-    const Inertia& I_B = model.inertias[i];
-    Inertia& I_W = data.inertia_W[i];
-    I_W.mass = I_B.mass;
-    I_W.com = X.actPoint(I_B.com);
-    Matrix3 tmp;
-    tmp.noalias() = X.rotation * I_B.inertia_com;
-    I_W.inertia_com.noalias() = tmp * X.rotation.transpose();
+    bodyInertiaStep(model, data, i);
     if (v == nullptr) return;
     ForceVector momentum;
-    I_W.apply(data.V_W[i], momentum);
+    data.inertia_W[i].apply(data.V_W[i], momentum);
     crossForce(data.V_W[i], momentum, b_r_W);
     return;
   }
@@ -259,12 +261,7 @@ void modalInertiaStep(const Model& model, Data& data, int i, const double* q, co
     const Matrix3 c_skew = skew(com);
     Matrix3 inertia_com = I;
     inertia_com.noalias() += body.mass * c_skew * c_skew;
-    Inertia& I_W = data.inertia_W[i];
-    I_W.mass = body.mass;
-    I_W.com = X.actPoint(com);
-    Matrix3 tmp;
-    tmp.noalias() = X.rotation * inertia_com;
-    I_W.inertia_com.noalias() = tmp * X.rotation.transpose();
+    data.inertia_W[i] = Inertia(body.mass, com, inertia_com).transformed(X);
     for (int r = 0; r < n; ++r) {
       auto col = flex.M_rf_W[i].col(r);
       X.actForce(m_rf_B.col(r), col);
@@ -349,7 +346,7 @@ void applyNodalForces(const Model& model, Data& data, const double* q,
     ForceVector f_B;
     X_WB.invActForce(f_O, f_B);
     Matrix6N& psi_B = data.flex.scratch_6n[i];
-    nodeTwist(body, node, eta, nullptr, psi_B, nullptr);
+    nodeTwist(body, node, eta, psi_B);
     modal_bias[i].noalias() -= psi_B.leftCols(body.nmodes).transpose() * f_B;
   }
 }

@@ -22,9 +22,13 @@ void nodePose(const FlexibleBody& body, const ModalNode& node, const double* eta
 
 /// Twist of `node` relative to B per unit η̇, in B's axes about B's origin: psi_B (6 × nmodes,
 /// column r = [ω_r; u_r − ω_r × l], ω_r = J(λη) λ_r, u_r = γ_r + q(·, r) η, l the node position).
-/// With eta_dot, also rate_B = ψ̇ η̇, the part of the node's relative acceleration free of η̈.
 void nodeTwist(const FlexibleBody& body, const ModalNode& node, const double* eta,
-               const double* eta_dot, Matrix6N& psi_B, MotionVector* rate_B);
+               Matrix6N& psi_B);
+
+/// ψ̇ η̇ for modal rates eta_dot: the part of the node's relative acceleration free of η̈, in B's
+/// axes about B's origin.
+MotionVector nodeTwistRate(const FlexibleBody& body, const ModalNode& node, const double* eta,
+                           const double* eta_dot);
 
 /// ψ η̇: the twist of `node` relative to B for modal rates eta_dot, in B's axes about B's origin.
 MotionVector nodeRelativeTwist(const FlexibleBody& body, const ModalNode& node, const double* eta,

@@ -457,8 +457,13 @@ class YamlModelReader {
     return eulerBernoulliBeam(spec);
   }
 
-  Matrix3X shapes(const Mapping& m, const std::string& path, const char* key, int cols) const {
-    return matrix(required(m, key), childPath(path, key), 3, cols);
+  // A node's mode shapes: slope and translation (3 × n), second_order (3 × n², optional).
+  void readShapes(const Mapping& m, const std::string& path, int n, Matrix3X& slope,
+                  Matrix3X& translation, Matrix3X& second_order) const {
+    slope = matrix(required(m, "slope"), childPath(path, "slope"), 3, n);
+    translation = matrix(required(m, "translation"), childPath(path, "translation"), 3, n);
+    if (m.has("second_order"))
+      second_order = matrix(m.at("second_order"), childPath(path, "second_order"), 3, n * n);
   }
 
   LumpedMassNode readLumped(const YAML::Node& node, const std::string& path, int n) const {
@@ -468,10 +473,7 @@ class YamlModelReader {
     l.mass = nonNegative(required(m, "mass"), childPath(path, "mass"));
     if (m.has("rotary_inertia"))
       l.rotary_inertia = symmetric3(m.at("rotary_inertia"), childPath(path, "rotary_inertia"));
-    l.slope = shapes(m, path, "slope", n);
-    l.translation = shapes(m, path, "translation", n);
-    if (m.has("second_order"))
-      l.second_order = matrix(m.at("second_order"), childPath(path, "second_order"), 3, n * n);
+    readShapes(m, path, n, l.slope, l.translation, l.second_order);
     return l;
   }
 
@@ -480,10 +482,7 @@ class YamlModelReader {
     ModalNode out;
     out.name = text(required(m, "name"), childPath(path, "name"));
     out.position = vector3(required(m, "position"), childPath(path, "position"));
-    out.slope = shapes(m, path, "slope", n);
-    out.translation = shapes(m, path, "translation", n);
-    if (m.has("second_order"))
-      out.second_order = matrix(m.at("second_order"), childPath(path, "second_order"), 3, n * n);
+    readShapes(m, path, n, out.slope, out.translation, out.second_order);
     return out;
   }
 
