@@ -35,6 +35,8 @@ void validate(const SessionConfig& c) {
   if (c.substeps < 1 || c.substeps > 1000) {
     fail("substeps " + std::to_string(c.substeps) + " is outside 1 to 1000");
   }
+  if (const std::string why = checkSimulatorChoice(m, c.formulation, c.integrator); !why.empty())
+    fail(why);
   if (c.watchdog.missed_cycles_limit < 1) fail("watchdog missed_cycles_limit must be ≥ 1");
   if (!(c.watchdog.damping_gain >= 0.0) || !std::isfinite(c.watchdog.damping_gain)) {
     fail("watchdog damping_gain must be a finite number ≥ 0");

@@ -127,6 +127,7 @@ v1::ModelInfo describeModel(const Model& model, const std::string& name) {
   double mass = 0.0;
   for (int i = 1; i < model.nbodies; ++i) mass += model.inertias[i].mass;
   info.set_total_mass(mass);
+  info.set_nalgebraic(static_cast<std::uint32_t>(model.nalgebraic));
   return info;
 }
 
@@ -301,8 +302,11 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   c.control_rate = rate;
   c.substeps = static_cast<int>(e.substeps());
   c.formulation = e.formulation() == v1::FORMULATION_CRBA ? Formulation::kCrba : Formulation::kAba;
-  c.integrator =
-      e.integrator() == v1::INTEGRATOR_EULER ? Integrator::kSemiImplicitEuler : Integrator::kRk4;
+  switch (e.integrator()) {
+    case v1::INTEGRATOR_EULER: c.integrator = Integrator::kSemiImplicitEuler; break;
+    case v1::INTEGRATOR_IMEX_EULER: c.integrator = Integrator::kImexEuler; break;
+    default: c.integrator = Integrator::kRk4; break;
+  }
   switch (watchdog->policy()) {
     case v1::WATCHDOG_POLICY_ZERO: c.watchdog.policy = rt::WatchdogPolicy::kZeroTorque; break;
     case v1::WATCHDOG_POLICY_DAMPING: c.watchdog.policy = rt::WatchdogPolicy::kDamping; break;

@@ -109,7 +109,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         ->capture_default_str();
     sim->add_option("-s,--solver", sim_solver, "Forward-dynamics formulation: aba or crba")
         ->capture_default_str();
-    sim->add_option("-I,--integrator", sim_integrator, "Integrator: rk4 or euler (semi-implicit)")
+    sim->add_option("-I,--integrator", sim_integrator, "Integrator: rk4, euler (semi-implicit) or imex_euler (models with massless bodies)")
         ->capture_default_str();
     sim->add_option("--dt", sim_dt, "Time step [s], > 0")->capture_default_str()->type_name("SECONDS");
     sim->add_option("-T,--duration", sim_duration, "Simulated time [s], >= 0")
@@ -141,7 +141,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         ->capture_default_str();
     probe->add_option("-s,--solver", probe_solver, "Forward-dynamics formulation: aba or crba")
         ->capture_default_str();
-    probe->add_option("-I,--integrator", probe_integrator, "Integrator: rk4 or euler")
+    probe->add_option("-I,--integrator", probe_integrator, "Integrator: rk4, euler or imex_euler")
         ->capture_default_str();
     probe->add_option("--priority", probe_priority,
                       "SCHED_FIFO priority 1-99 for both loops (0: normal scheduling)")
@@ -172,7 +172,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                                "Physics steps per control cycle, 1 to 1000 "
                                "(default: the server's)");
     session_create->add_option("-s,--solver", create.solver, "aba or crba");
-    session_create->add_option("-I,--integrator", create.integrator, "rk4 or euler");
+    session_create->add_option("-I,--integrator", create.integrator, "rk4, euler or imex_euler");
     session_create->add_option("--watchdog", create.watchdog, "hold, zero, damping or fault");
     session_create->add_flag("--start", create.start, "Start the session at once");
     addServerOptions(session_create, server);

@@ -234,7 +234,7 @@ Formulation parseSolverOrThrow(const std::string& name) {
 
 Integrator parseIntegratorOrThrow(const std::string& name) {
   if (const auto i = parseIntegrator(name)) return *i;
-  throw CliError("unknown integrator '" + name + "' (expected euler or rk4)", 2);
+  throw CliError("unknown integrator '" + name + "' (expected euler, rk4 or imex_euler)", 2);
 }
 
 void writeModelInfo(const Model& model, bool json, std::ostream& out, const std::string& source) {
@@ -276,6 +276,8 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
   for (const auto& l : prefixed("v_", v_labels)) labels.push_back(l);
   for (const auto& l : prefixed(in_prefix, v_labels)) labels.push_back(l);
 
+  if (!inverse && model.nalgebraic > 0 && formulation != Formulation::kAba)
+    throw CliError(checkSimulatorChoice(model, formulation, Integrator::kImexEuler), 2);
   const NumericTable table = readNumericCsv(input_path, labels);
 
   const int nq = model.nq;
@@ -372,6 +374,9 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
   }
   if (!options.v0.empty()) v = parseVectorOption(options.v0, model.nv, "--v0");
 
+  if (const std::string why = checkSimulatorChoice(model, options.formulation, options.integrator);
+      !why.empty())
+    throw CliError(why, 2);
   Simulator sim(model_ptr, options.formulation, options.integrator, options.dt);
   sim.setState(q, v);
   const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);

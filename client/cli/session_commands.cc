@@ -252,7 +252,9 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
   if (!o.integrator.empty()) {
     c.set_integrator(parseEnumOrThrow<v1::Integrator>(
         o.integrator, "--integrator",
-        {{"rk4", v1::INTEGRATOR_RK4}, {"euler", v1::INTEGRATOR_EULER}}));
+        {{"rk4", v1::INTEGRATOR_RK4},
+         {"euler", v1::INTEGRATOR_EULER},
+         {"imex_euler", v1::INTEGRATOR_IMEX_EULER}}));
   }
   if (!o.watchdog.empty()) {
     c.mutable_watchdog()->set_policy(parseEnumOrThrow<v1::WatchdogPolicy>(

@@ -16,7 +16,7 @@ namespace {
 // Cholesky solve instead of forming and inverting D.
 inline bool isFloatingRoot(const Model& model, int i) {
   if (model.joints[i].type != JointType::kFreeFlyer) return false;
-  return model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
+  return model.joint_rank[i] == 6 && model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
 }
 
 void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen::VectorXd& v,
@@ -95,7 +95,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
       constexpr int NV = decltype(n)::value;
       Eigen::Matrix<double, 6, NV> U;
       Eigen::Matrix<double, NV, 1> epsilon;
-      detail::articulatedJointStep<NV>(model, data, i, P, z, v, tau, U, epsilon);
+      detail::articulatedJointStep<NV>(model, data, i, P, z, q.data(), v, tau, U, epsilon);
       const auto G = data.G_W.middleCols<NV>(iv);
       if (parent > 0) {
         // z⁺(k) = z + G ε and P⁺(k) = τ̄ P = P − G ℋ P, accumulated straight into the parent

@@ -32,6 +32,7 @@ double potentialEnergy(const Model& model, Data& data, const Eigen::VectorXd& q)
     const Inertia& I = model.inertias[i];
     energy -= I.mass * model.gravity.dot(data.X_WB[i].actPoint(I.com));
   }
+  energy += detail::jointSpringEnergy(model, q);
   data.potential_energy = energy;
   return energy;
 }

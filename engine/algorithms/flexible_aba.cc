@@ -77,7 +77,7 @@ const Eigen::VectorXd& flexibleAba(const Model& model, Data& data, const Eigen::
       constexpr int NV = decltype(nj)::value;
       Eigen::Matrix<double, 6, NV> U;
       Eigen::Matrix<double, NV, 1> epsilon;
-      detail::articulatedJointStep<NV>(model, data, i, P, z, v, tau, U, epsilon);
+      detail::articulatedJointStep<NV>(model, data, i, P, z, q.data(), v, tau, U, epsilon);
       const auto G = data.G_W.middleCols<NV>(iv);
       z.noalias() += G * epsilon;                      // z_R⁺ = z_R + G ε
       P.noalias() -= G * U.transpose();                // P_R⁺ = τ̄ P_R

@@ -1,5 +1,6 @@
 #include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/flexible_kinematics.h"
+#include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
 
@@ -45,6 +46,7 @@ double flexiblePotentialEnergy(const Model& model, Data& data, const Eigen::Vect
       energy += 0.5 * eta.dot(scratch);
     }
   }
+  energy += detail::jointSpringEnergy(model, q);
   data.potential_energy = energy;
   return energy;
 }

@@ -78,7 +78,7 @@ void flexibleInverseDynamics(const Model& model, Data& data, const Eigen::Vector
     }
   }
 
-  tau += model.damping.cwiseProduct(v);
+  detail::addPassiveJointForces(model, q, v, tau);
   if (a != nullptr) tau += model.armature.cwiseProduct(Eigen::Map<const Eigen::VectorXd>(a, model.nv));
 }
 

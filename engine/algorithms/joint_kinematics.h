@@ -6,6 +6,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include <Eigen/Eigenvalues>
+
 #include "engine/model/data.h"
 
 namespace hilsim::detail {
@@ -57,11 +59,16 @@ inline void motionSubspaceStep(const Model& model, Data& data, int i, const doub
 
 /// The joint step of the articulated-body inward sweep (seed 004 (6.1), (7.2)) on the
 /// articulated inertia P and bias z of body i: U = P ℋ*, D = ℋ P ℋ* + armature, G = U D⁻¹ (into
-/// G_W), ε = T − ℋ z with T = τ − damping v, ν = D⁻¹ ε (into nu). Returns U and ε for the
-/// caller's update P⁺ = P − G Uᵀ, z⁺ = z + G ε.
+/// G_W), ε = T − ℋ z with T = τ − damping v − stiffness (q − q_ref), ν = D⁻¹ ε (into nu).
+/// Returns U and ε for the caller's update P⁺ = P − G Uᵀ, z⁺ = z + G ε.
+///
+/// A joint of rank r_i < n_i (Model::joint_rank, seed 003) uses the Moore–Penrose inverse D⁺ from
+/// the eigen-decomposition D = X diag(0, Λ̄) Xᵀ (seed 003 (17), (27)): its q̈ has no component in
+/// null(D); the null basis X₀ goes to data.null_basis[i] and ε to data.epsilon, from which the
+/// n_i − r_i first-order equations 0 = X₀ᵀ ε (seed 003 (28b)) are read.
 template <int NV>
 inline void articulatedJointStep(const Model& model, Data& data, int i, const Matrix6& P,
-                                 const ForceVector& z, const Eigen::VectorXd& v,
+                                 const ForceVector& z, const double* q, const Eigen::VectorXd& v,
                                  const Eigen::VectorXd& tau, Eigen::Matrix<double, 6, NV>& U,
                                  Eigen::Matrix<double, NV, 1>& epsilon) {
   using MatrixNV = Eigen::Matrix<double, NV, NV>;
@@ -71,19 +78,61 @@ inline void articulatedJointStep(const Model& model, Data& data, int i, const Ma
   MatrixNV D;
   D.noalias() = S.transpose() * U;                              // D(k) = ℋ P ℋ*
   D.diagonal() += model.armature.template segment<NV>(iv);
+  // ε(k) = T(k) − ℋ(k) z(k), with the damping and spring forces part of T
+  epsilon = tau.template segment<NV>(iv) -
+            model.damping.template segment<NV>(iv).cwiseProduct(v.template segment<NV>(iv));
+  if constexpr (NV == 1)
+    epsilon(0) -= model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]);
+  epsilon.noalias() -= S.transpose() * z;
   auto D_inv = data.D_inv[i].template topLeftCorner<NV, NV>();
-  if constexpr (NV == 1) {
+  if (model.joint_rank[i] < NV) [[unlikely]] {
+    const int r = model.joint_rank[i];
+    data.epsilon.template segment<NV>(iv) = epsilon;
+    if constexpr (NV == 1) {
+      D_inv(0, 0) = 0.0;
+      data.null_basis[i](0, 0) = 1.0;
+    } else {
+      // eigenvalues ascending: the first n_i − r_i eigenvectors span null(D); the rank is the
+      // model's, so a nearly singular D is never silently truncated
+      const Eigen::SelfAdjointEigenSolver<MatrixNV> eig(D);
+      const MatrixNV& X = eig.eigenvectors();
+      D_inv.setZero();
+      for (int c = NV - r; c < NV; ++c)
+        D_inv.noalias() += X.col(c) * (X.col(c).transpose() / eig.eigenvalues()(c));
+      data.null_basis[i].template topLeftCorner<NV, NV>() = X;
+    }
+  } else if constexpr (NV == 1) {
     D_inv(0, 0) = 1.0 / D(0, 0);
   } else {
     D_inv = D.inverse();  // D is SPD and at most 6 × 6
   }
   auto G = data.G_W.template middleCols<NV>(iv);
   G.noalias() = U * D_inv;                                      // G(k) = P ℋ* D⁻¹
-  // ε(k) = T(k) − ℋ(k) z(k), with the damping force part of T
-  epsilon = tau.template segment<NV>(iv) -
-            model.damping.template segment<NV>(iv).cwiseProduct(v.template segment<NV>(iv));
-  epsilon.noalias() -= S.transpose() * z;
   data.nu.template segment<NV>(iv).noalias() = D_inv * epsilon;  // ν(k) = D⁻¹ ε
+}
+
+/// Spring and damper force of every 1-DoF joint added to tau: τ += d v + k (q − q_ref) (the
+/// joint-space passive force an inverse-dynamics result must overcome).
+inline void addPassiveJointForces(const Model& model, const Eigen::VectorXd& q,
+                                  const Eigen::VectorXd& v, Eigen::VectorXd& tau) {
+  tau += model.damping.cwiseProduct(v);
+  for (int i = 1; i < model.nbodies; ++i) {
+    const int iv = model.idx_v[i];
+    if (model.nv_joint[i] == 1 && model.stiffness[iv] != 0.0)
+      tau[iv] += model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]);
+  }
+}
+
+/// Potential energy of the joint springs, Σ ½ k (q − q_ref)² [J].
+inline double jointSpringEnergy(const Model& model, const Eigen::VectorXd& q) {
+  double energy = 0.0;
+  for (int i = 1; i < model.nbodies; ++i) {
+    const int iv = model.idx_v[i];
+    if (model.nv_joint[i] != 1 || model.stiffness[iv] == 0.0) continue;
+    const double dq = q[model.idx_q[i]] - model.spring_reference[iv];
+    energy += 0.5 * model.stiffness[iv] * dq * dq;
+  }
+  return energy;
 }
 
 /// X_WB[i], X_WJ[i] and the columns of S_W for joint i, from the parent's pose and q.

@@ -57,7 +57,7 @@ void inverseDynamics(const Model& model, Data& data, const Eigen::VectorXd& q,
   }
 
   // joint-space terms: damping and reflected rotor inertia
-  tau += model.damping.cwiseProduct(v);
+  detail::addPassiveJointForces(model, q, v, tau);
   if (a != nullptr) tau += model.armature.cwiseProduct(Eigen::Map<const Eigen::VectorXd>(a, model.nv));
 }
 

@@ -1,6 +1,7 @@
 #include "engine/integrators/simulator.h"
 
 #include <cassert>
+#include <stdexcept>
 
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
@@ -18,6 +19,7 @@ std::optional<Formulation> parseFormulation(std::string_view name) {
 std::optional<Integrator> parseIntegrator(std::string_view name) {
   if (name == "euler" || name == "semi-implicit-euler") return Integrator::kSemiImplicitEuler;
   if (name == "rk4") return Integrator::kRk4;
+  if (name == "imex_euler" || name == "imex-euler") return Integrator::kImexEuler;
   return std::nullopt;
 }
 
@@ -33,8 +35,22 @@ std::string_view integratorName(Integrator i) {
   switch (i) {
     case Integrator::kSemiImplicitEuler: return "euler";
     case Integrator::kRk4: return "rk4";
+    case Integrator::kImexEuler: return "imex_euler";
   }
   return "unknown";
+}
+
+std::string checkSimulatorChoice(const Model& model, Formulation formulation,
+                                 Integrator integrator) {
+  if (model.nalgebraic == 0) return {};
+  std::string joint;
+  for (int i = 1; i < model.nbodies && joint.empty(); ++i)
+    if (model.idx_algebraic[i] >= 0) joint = model.joint_names[i];
+  const std::string why = "model '" + model.name + "' has massless joint motion (joint '" + joint +
+                          "'): its mass matrix is singular, ";
+  if (formulation != Formulation::kAba) return why + "so it needs formulation 'aba'";
+  if (integrator != Integrator::kImexEuler) return why + "so it needs integrator 'imex_euler'";
+  return {};
 }
 
 const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model, Data& data,
@@ -62,7 +78,27 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       theta_(v_),
       theta_rate_(v_),
       theta_sum_(v_),
-      a_sum_(v_) {}
+      a_sum_(v_),
+      algebraic_(*model_),
+      last_tau_(Eigen::VectorXd::Zero(model_->nv)),
+      gamma_(Eigen::VectorXd::Zero(model_->nalgebraic)) {
+  if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
+    throw std::invalid_argument(why);
+  makeVelocityConsistent(last_tau_);
+}
+
+double Simulator::makeVelocityConsistent(const Eigen::VectorXd& tau) {
+  const Model& model = *model_;
+  if (model.nalgebraic == 0) return 0.0;
+  // Newton on γ(q, v + L x) = 0; exact in one step for linear dampers, a few for velocity-
+  // dependent gyroscopic terms
+  aba(model, data_, q_, v_, tau);
+  algebraic_.capture(model, data_);
+  for (int iteration = 0; iteration < 4; ++iteration) algebraic_.newtonStep(model, data_, q_, v_, tau, 0.0);
+  aba(model, data_, q_, v_, tau);
+  algebraic_.residual(model, data_, gamma_);
+  return gamma_.lpNorm<Eigen::Infinity>();
+}
 
 void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double time) {
   assert(q.size() == model_->nq && v.size() == model_->nv);
@@ -70,6 +106,7 @@ void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   v_ = v;
   normalizeConfiguration(*model_, q_);
   time_ = time;
+  makeVelocityConsistent(last_tau_);
 }
 
 void Simulator::step(const Eigen::VectorXd& tau) {
@@ -79,6 +116,15 @@ void Simulator::step(const Eigen::VectorXd& tau) {
     case Integrator::kSemiImplicitEuler: {
       qdd_ = forwardDynamics(formulation_, model, data_, q_, v_, tau);
       v_ += h * qdd_;
+      integrateConfiguration(model, q_, v_, h, q_);
+      break;
+    }
+    case Integrator::kImexEuler: {
+      qdd_ = forwardDynamics(formulation_, model, data_, q_, v_, tau);
+      if (model.nalgebraic > 0) algebraic_.capture(model, data_);  // L at q_n, from this aba
+      v_ += h * qdd_;
+      // v_{n+1} = v_n + h q̈ + L x with γ(q_n ⊕ h v_{n+1}, v_{n+1}) = 0 (linearly implicit)
+      if (model.nalgebraic > 0) algebraic_.newtonStep(model, data_, q_, v_, tau, h);
       integrateConfiguration(model, q_, v_, h, q_);
       break;
     }
@@ -112,6 +158,7 @@ void Simulator::step(const Eigen::VectorXd& tau) {
     }
   }
   time_ += h;
+  last_tau_ = tau;
 }
 
 double Simulator::energy() {

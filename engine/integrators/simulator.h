@@ -3,8 +3,10 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "engine/integrators/algebraic_velocity.h"
 #include "engine/model/data.h"
 
 namespace hilsim {
@@ -20,12 +22,23 @@ enum class Integrator {
   kSemiImplicitEuler,  ///< v ← v + h q̈(q, v); q ← q ⊕ h v. First order; symplectic only for a
                        ///< constant mass matrix, so energy drifts slowly (O(h)) on linkages.
   kRk4,                ///< classical Runge–Kutta 4 on the configuration manifold (RKMK form).
+  kImexEuler,          ///< semi-implicit Euler on the motion with inertia, linearly implicit
+                       ///< Euler on massless joint motion (seed 003: its velocities solve the
+                       ///< first-order equations γ(q_{n+1}, v_{n+1}) = 0 by one Newton step, so a
+                       ///< stiff spring–damper on a massless body sets no step-size limit). First
+                       ///< order. The same as kSemiImplicitEuler on a model without massless joint
+                       ///< motion (Model::nalgebraic = 0); the only integrator for one with it.
 };
 
 std::optional<Formulation> parseFormulation(std::string_view name);   ///< "aba", "crba"
-std::optional<Integrator> parseIntegrator(std::string_view name);     ///< "euler", "rk4"
+std::optional<Integrator> parseIntegrator(std::string_view name);  ///< "euler", "rk4", "imex_euler"
 std::string_view formulationName(Formulation f);
 std::string_view integratorName(Integrator i);
+
+/// Empty when the formulation and integrator can run the model; otherwise why not. A model with
+/// massless joint motion (Model::nalgebraic > 0) has a singular mass matrix: it needs `aba` (the
+/// rank-deficient recursion of seed 003) and `imex_euler`.
+std::string checkSimulatorChoice(const Model& model, Formulation formulation, Integrator integrator);
 
 /// Forward dynamics with the chosen formulation; result in data.qdd.
 const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model, Data& data,
@@ -33,17 +46,26 @@ const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& mod
                                        const Eigen::VectorXd& tau);
 
 /// Advances (q, v, t) by a fixed step under joint forces tau. `step` is allocation-free, lock-free
-/// and does not throw; the state starts at the neutral configuration at rest.
+/// and does not throw; the state starts at the neutral configuration at rest (with consistent
+/// massless velocities).
 class Simulator {
  public:
+  /// Throws std::invalid_argument with the reason of checkSimulatorChoice.
   Simulator(std::shared_ptr<const Model> model, Formulation formulation, Integrator integrator,
             double dt);
 
   /// One step of length dt() with joint forces tau (nv) held constant over it.
   void step(const Eigen::VectorXd& tau);
 
-  /// Sets the state; quaternions are renormalised. Sizes must be nq and nv.
+  /// Sets the state; quaternions are renormalised. Sizes must be nq and nv. On a model with
+  /// massless joint motion the velocity is made consistent: its massless components are solved
+  /// from γ(q, v) = 0 under the joint forces of the last step (zero before the first), the other
+  /// motion kept (seed 003 §2.1: z₀(0) is not free).
   void setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double time = 0.0);
+
+  /// Makes the current velocity consistent (as setState) under joint forces tau; returns ‖γ‖∞
+  /// after the solve [N or N·m]. Allocation-free.
+  double makeVelocityConsistent(const Eigen::VectorXd& tau);
 
   const Eigen::VectorXd& q() const { return q_; }
   const Eigen::VectorXd& v() const { return v_; }
@@ -68,6 +90,9 @@ class Simulator {
   Eigen::VectorXd q_, v_, qdd_;
   // RK4 stage buffers, sized once
   Eigen::VectorXd q_stage_, v_stage_, theta_, theta_rate_, theta_sum_, a_sum_;
+  // massless joint motion
+  AlgebraicVelocities algebraic_;
+  Eigen::VectorXd last_tau_, gamma_;
 };
 
 }  // namespace hilsim

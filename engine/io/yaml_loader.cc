@@ -52,7 +52,9 @@ constexpr std::string_view kIntegralKeys[] = {
     "angular_coupling",          "angular_coupling_modes",   "modal_mass",
     "first_moment_second",       "rotational_inertia_geometric",
     "angular_coupling_geometric"};
-constexpr std::string_view kJointKeys[] = {"type", "name", "axis", "damping", "armature", "limits"};
+constexpr std::string_view kJointKeys[] = {"type",     "name",      "axis",
+                                           "damping",  "armature",  "stiffness",
+                                           "spring_reference", "limits"};
 constexpr std::string_view kLimitKeys[] = {"lower", "upper", "velocity", "effort"};
 constexpr std::string_view kPlacementKeys[] = {"xyz", "rpy", "quaternion"};
 constexpr std::string_view kInertiaKeys[] = {"mass", "com", "inertia"};
@@ -542,7 +544,8 @@ class YamlModelReader {
       notUsed("axis");
       spec.joint = type == "free" ? Joint::freeFlyer() : Joint::spherical();
     } else if (type == "fixed") {
-      for (const char* key : {"axis", "damping", "armature", "limits"}) notUsed(key);
+      for (const char* key : {"axis", "damping", "armature", "stiffness", "spring_reference", "limits"})
+        notUsed(key);
       spec.joint.reset();
     } else {
       fail(type_node, childPath(path, "type"),
@@ -553,6 +556,13 @@ class YamlModelReader {
     JointProperties& p = spec.properties;
     if (m.has("damping")) p.damping = nonNegative(m.at("damping"), childPath(path, "damping"));
     if (m.has("armature")) p.armature = nonNegative(m.at("armature"), childPath(path, "armature"));
+    for (const char* key : {"stiffness", "spring_reference"}) {
+      if (m.has(key) && !one_dof)
+        fail(m.at(key), childPath(path, key), "joint springs apply to revolute and prismatic joints only");
+    }
+    if (m.has("stiffness")) p.stiffness = nonNegative(m.at("stiffness"), childPath(path, "stiffness"));
+    if (m.has("spring_reference"))
+      p.spring_reference = number(m.at("spring_reference"), childPath(path, "spring_reference"));
     if (m.has("limits")) {
       const std::string lpath = childPath(path, "limits");
       const Mapping l = mapping(m.at("limits"), lpath, kLimitKeys);

@@ -16,6 +16,8 @@ Data::Data(const Model& model)
       G_W(Matrix6N::Zero(6, model.nv)),
       D_inv(model.nbodies, Matrix6::Zero()),
       nu(Eigen::VectorXd::Zero(model.nv)),
+      null_basis(model.nbodies, Matrix6::Zero()),
+      epsilon(Eigen::VectorXd::Zero(model.nv)),
       tau(Eigen::VectorXd::Zero(model.nv)),
       qdd(Eigen::VectorXd::Zero(model.nv)),
       bias_forces(Eigen::VectorXd::Zero(model.nv)),

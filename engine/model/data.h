@@ -38,6 +38,9 @@ struct Data {
   Matrix6N G_W;                     ///< 6 × nv: aba Kalman gain G = P S D⁻¹; crba: F = R S
   std::vector<Matrix6> D_inv;       ///< [nbodies] aba: D(k)⁻¹ in the top-left nv_i × nv_i block
   Eigen::VectorXd nu;               ///< nv: aba ν = D⁻¹ ε (seed 004 (7.2))
+  std::vector<Matrix6> null_basis;  ///< [nbodies] aba, joints of rank r_i < n_i (seed 003): the
+                                    ///< eigenvectors X of D, null(D) in the first n_i − r_i columns
+  Eigen::VectorXd epsilon;          ///< nv: aba ε(k) of those joints (other entries untouched)
 
   Eigen::VectorXd tau;              ///< nv: rnea output [N·m, N]
   Eigen::VectorXd qdd;              ///< nv: aba / crbaForwardDynamics output

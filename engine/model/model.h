@@ -62,6 +62,9 @@ struct Model {
   std::vector<int> dof_body;     ///< body whose joint owns the dof
   Eigen::VectorXd damping;       ///< viscous joint damping, τ = −d v [N·m·s/rad or N·s/m]
   Eigen::VectorXd armature;      ///< rotor inertia reflected to the joint [kg·m² or kg]
+  Eigen::VectorXd stiffness;     ///< joint spring of 1-DoF joints, τ = −k (q − q_ref)
+                                 ///< [N·m/rad or N/m]; zero for other joints
+  Eigen::VectorXd spring_reference;  ///< q_ref of that spring [rad or m]
   Eigen::VectorXd lower_limit;   ///< position limits of 1-DoF joints (−inf otherwise); data only
   Eigen::VectorXd upper_limit;   ///< (+inf otherwise); not enforced by the dynamics
   Eigen::VectorXd velocity_limit;  ///< [rad/s or m/s], +inf when unknown; data only
@@ -86,6 +89,19 @@ struct Model {
   /// First index of body i's modal coordinates in q and in v.
   int idxModesQ(int i) const { return idx_q[i] + nq_joint[i]; }
   int idxModesV(int i) const { return idx_v[i] + nv_joint[i]; }
+
+  // --- massless and rank-deficient bodies (seed 003), [nbodies] ---
+  /// Body i's spatial inertia is singular as given (zero mass, or a zero principal moment:
+  /// massless frames, point masses, thin rods). Set from the model data, not from a tolerance.
+  std::vector<char> singular_inertia;
+  /// r_i = rank of the articulated joint-space inertia D_i = S_iᵀ P_i S_i + armature (seed 003:
+  /// A_i = J_iᵀ M̄_i J_i); nv_joint[i] unless body i and its subtree leave some joint motion without
+  /// inertia. ModelBuilder determines it once (docs/MASSLESS.md).
+  std::vector<int> joint_rank;
+  /// First index of joint i's n_i − r_i algebraic (massless) velocity components ζ_i in the
+  /// stacked vector ζ of size `nalgebraic`; −1 when r_i = n_i.
+  std::vector<int> idx_algebraic;
+  int nalgebraic = 0;  ///< Σ (n_i − r_i): first-order equations without accelerations (seed 003 (28b))
 
   Vector3 gravity = Vector3(0.0, 0.0, -9.81);  ///< in the world frame [m/s²]
   std::vector<Frame> frames;

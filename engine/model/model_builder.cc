@@ -3,6 +3,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "engine/algorithms/joint_rank.h"
+
 namespace hilsim {
 
 namespace {
@@ -34,6 +36,10 @@ void checkBody(const BodySpec& b) {
     fail(joint + ": damping must be finite and >= 0");
   if (!(p.armature >= 0.0) || !std::isfinite(p.armature))
     fail(joint + ": armature must be finite and >= 0");
+  if (!(p.stiffness >= 0.0) || !std::isfinite(p.stiffness) || !std::isfinite(p.spring_reference))
+    fail(joint + ": stiffness must be finite and >= 0, spring reference finite");
+  if (p.stiffness > 0.0 && b.joint->nv() != 1)
+    fail(joint + ": a joint spring needs a revolute or prismatic joint");
   if (std::isnan(p.lower) || std::isnan(p.upper) || p.lower > p.upper)
     fail(joint + ": lower limit must not exceed upper limit");
   if (std::isnan(p.velocity) || p.velocity < 0.0 || std::isnan(p.effort) || p.effort < 0.0)
@@ -211,6 +217,8 @@ Model ModelBuilder::build() const {
   m.dof_body.assign(m.nv, 0);
   m.damping.resize(m.nv);
   m.armature.resize(m.nv);
+  m.stiffness.resize(m.nv);
+  m.spring_reference.resize(m.nv);
   m.lower_limit.resize(m.nv);
   m.upper_limit.resize(m.nv);
   m.velocity_limit.resize(m.nv);
@@ -230,6 +238,8 @@ Model ModelBuilder::build() const {
       // modal damping is the matrix C of the flexible body, not a per-dof coefficient
       m.damping[d] = modal ? 0.0 : p.damping;
       m.armature[d] = modal ? 0.0 : p.armature;
+      m.stiffness[d] = modal ? 0.0 : p.stiffness;
+      m.spring_reference[d] = modal ? 0.0 : p.spring_reference;
       const bool one_dof = !modal && m.nv_joint[i] == 1;
       m.lower_limit[d] = one_dof ? p.lower : -kInf;
       m.upper_limit[d] = one_dof ? p.upper : kInf;
@@ -237,6 +247,7 @@ Model ModelBuilder::build() const {
       m.effort_limit[d] = modal ? kInf : p.effort;
     }
   }
+  analyzeJointRanks(m);
   return m;
 }
 

@@ -14,6 +14,8 @@ namespace hilsim {
 struct JointProperties {
   double damping = 0.0;   ///< viscous damping coefficient (≥ 0)
   double armature = 0.0;  ///< reflected rotor inertia (≥ 0)
+  double stiffness = 0.0;         ///< joint spring k ≥ 0, 1-DoF joints only [N·m/rad or N/m]
+  double spring_reference = 0.0;  ///< q at which that spring is relaxed [rad or m]
   double lower = -std::numeric_limits<double>::infinity();  ///< 1-DoF joints only
   double upper = std::numeric_limits<double>::infinity();
   double velocity = std::numeric_limits<double>::infinity();
@@ -44,7 +46,10 @@ struct BodySpec {
 /// symmetric positive semi-definite or violating the triangle inequality), non-finite placements or
 /// axes, zero axes, negative damping or armature, a free joint whose parent is not the world,
 /// invalid modal data (FlexibleBody::validate), an unknown parent node, a body with mass welded to
-/// a flexible body (give it a joint or put its mass into the modal data).
+/// a flexible body (give it a joint or put its mass into the modal data), a spring on a joint with
+/// more than one degree of freedom, and the singular massless cases of docs/MASSLESS.md (a joint
+/// motion that has neither inertia nor damping, a rank that changes with the configuration,
+/// massless joint motion in a model with flexible bodies).
 /// Bodies welded by a fixed joint are merged into their nearest moving ancestor: their inertia is
 /// added to it and their frame kept in Model::frames.
 class ModelBuilder {

@@ -470,7 +470,8 @@ TEST(Contract, EnumsMapOneToOneOntoTheCppEnums) {
                  std::vector{Formulation::kAba, Formulation::kCrba}, parseFormulation,
                  formulationName);
   expectOneToOne(v1::Integrator_descriptor(), "INTEGRATOR_",
-                 std::vector{Integrator::kSemiImplicitEuler, Integrator::kRk4}, parseIntegrator,
+                 std::vector{Integrator::kSemiImplicitEuler, Integrator::kRk4, Integrator::kImexEuler},
+                 parseIntegrator,
                  integratorName);
   expectOneToOne(v1::WatchdogPolicy_descriptor(), "WATCHDOG_POLICY_",
                  std::vector{rt::WatchdogPolicy::kHoldLast, rt::WatchdogPolicy::kZeroTorque,
