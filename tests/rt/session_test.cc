@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 
 namespace hilsim::rt {
@@ -179,6 +180,40 @@ TEST(Session, LockstepIsBitForBitReproducibleAndEqualsTheOfflineSimulator) {
   EXPECT_EQ(std::memcmp(a.q.data(), sim.q().data(), sizeof(double) * a.nq), 0);
   EXPECT_EQ(std::memcmp(a.v.data(), sim.v().data(), sizeof(double) * a.nv), 0);
   EXPECT_GT(std::abs(a.v[0]), 1e-3) << "the arm moved";
+}
+
+TEST(Session, AMasslessModelNeedsImexEulerAndThenRunsLikeTheOfflineSimulator) {
+  // the massless oscillator of docs/MASSLESS.md: one algebraic velocity
+  const auto model =
+      std::make_shared<const Model>(loadModel(HILSIM_SOURCE_DIR "/examples/massless/oscillator_massless.yaml"));
+  ASSERT_EQ(model->nalgebraic, 1);
+  SessionConfig c = config(SessionMode::kLockstep, model);
+  c.integrator = Integrator::kRk4;
+  try {
+    Session refused(c);
+    ADD_FAILURE() << "rk4 accepted on a massless model";
+  } catch (const SessionError& e) {
+    EXPECT_NE(std::string(e.what()).find("imex_euler"), std::string::npos) << e.what();
+  }
+  c.integrator = Integrator::kImexEuler;
+  Eigen::VectorXd q0(2);
+  q0 << 0.01, 0.09;
+  c.initial_q = q0;
+  Session s(c);
+  ASSERT_TRUE(s.start());
+  Simulator sim(model, Formulation::kAba, Integrator::kImexEuler, 1e-3);
+  sim.setState(*c.initial_q, Eigen::VectorXd::Zero(2));
+  Eigen::VectorXd tau(2);
+  for (int k = 1; k <= 200; ++k) {
+    const Command command_k = command(*model, k, 0.01 * std::sin(0.05 * k));
+    ASSERT_TRUE(s.pushCommand(command_k));
+    ASSERT_TRUE(s.waitForCycle(k, kSecond));
+    tau << command_k.tau[0], command_k.tau[1];
+    sim.step(tau);
+  }
+  const StateSnapshot state = s.latestState();
+  EXPECT_EQ(std::memcmp(state.q.data(), sim.q().data(), sizeof(double) * 2), 0);
+  EXPECT_EQ(std::memcmp(state.v.data(), sim.v().data(), sizeof(double) * 2), 0);
 }
 
 TEST(Session, NonFiniteTorqueFaultsTheSessionNotTheProcess) {
