@@ -7,7 +7,8 @@
 //                        client::UdpController: command → decode, checks, command channel → RT
 //                        thread runs one control cycle (RK4, 1 ms) → publisher → UdpState back
 //   grpc/bare_echo       a gRPC callback service (bench/echo.proto) answering each Command on a
-//                        bidirectional stream with a State of the same size
+//                        bidirectional stream with a State of the same size, with a read
+//                        pending while it writes (as the Control reaction)
 //   grpc/control_lockstep  the real Control stream of the same LOCKSTEP session
 //
 // Each iteration is one round trip, timed on CLOCK_MONOTONIC; the counters are the median and
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -210,33 +212,80 @@ BENCHMARK(udpLockstep)->Name("udp/lockstep")->UseRealTime();
 // ---------------------------------------------------------------------------------------------
 // gRPC
 
+// The echo keeps a read pending while it writes, as the Control reaction does: the next command
+// is taken in as soon as it arrives, and a reply that is ready while the previous one is still
+// being written waits in `pending_` (at most one; reading pauses until it is out). A baseline
+// that read only after each write had completed would add a callback hop the server does not
+// pay, and flatter the ratio.
 class EchoService final : public hilsim::bench::Echo::CallbackService {
   grpc::ServerBidiReactor<hilsim::v1::Command, hilsim::v1::State>* Chat(
       grpc::CallbackServerContext*) override {
     class Reactor final : public grpc::ServerBidiReactor<hilsim::v1::Command, hilsim::v1::State> {
      public:
-      Reactor() : reply_(typicalState()) { StartRead(&command_); }
+      Reactor() : in_flight_(typicalState()), pending_(typicalState()) { StartRead(&command_); }
       void OnReadDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
+        std::lock_guard lock(mutex_);
+        if (!ok) {  // the client half-closed: finish once the last reply is out
+          reads_done_ = true;
+          if (!writing_) finishLocked(grpc::Status::OK);
           return;
         }
-        reply_.set_command_sequence(command_.sequence());
-        reply_.set_send_time_ns(monotonicNow());
-        StartWrite(&reply_);
+        if (!writing_) {
+          in_flight_.set_command_sequence(command_.sequence());
+          startWriteLocked();
+        } else {
+          pending_.set_command_sequence(command_.sequence());
+          has_pending_ = true;
+        }
+        if (has_pending_) {
+          read_paused_ = true;  // one reply queued: the next read waits for the write
+        } else {
+          StartRead(&command_);
+        }
       }
       void OnWriteDone(bool ok) override {
-        if (ok) {
+        std::lock_guard lock(mutex_);
+        writing_ = false;
+        if (!ok) {
+          finishLocked(grpc::Status::CANCELLED);
+          return;
+        }
+        if (has_pending_) {
+          in_flight_.Swap(&pending_);
+          has_pending_ = false;
+          startWriteLocked();
+        } else if (reads_done_) {
+          finishLocked(grpc::Status::OK);
+          return;
+        }
+        if (read_paused_ && !reads_done_) {
+          read_paused_ = false;
           StartRead(&command_);
-        } else {
-          Finish(grpc::Status::CANCELLED);
         }
       }
       void OnDone() override { delete this; }
 
      private:
+      void startWriteLocked() {
+        in_flight_.set_send_time_ns(monotonicNow());
+        writing_ = true;
+        StartWrite(&in_flight_);
+      }
+      void finishLocked(const grpc::Status& status) {
+        if (finished_) return;
+        finished_ = true;
+        Finish(status);
+      }
+
+      std::mutex mutex_;
       hilsim::v1::Command command_;
-      hilsim::v1::State reply_;
+      hilsim::v1::State in_flight_;
+      hilsim::v1::State pending_;
+      bool writing_ = false;
+      bool has_pending_ = false;
+      bool read_paused_ = false;
+      bool reads_done_ = false;
+      bool finished_ = false;
     };
     return new Reactor;
   }

@@ -84,6 +84,7 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
   s += "  \"nq\": " + std::to_string(model.nq) + ",\n";
   s += "  \"nv\": " + std::to_string(model.nv) + ",\n";
   s += "  \"nbodies\": " + std::to_string(model.nbodies) + ",\n";
+  s += "  \"nalgebraic\": " + std::to_string(model.nalgebraic) + ",\n";
   s += "  \"total_mass\": " + jsonNumber(model.totalMass()) + ",\n";
   s += "  \"gravity\": " + jsonVector3(model.gravity) + ",\n";
   s += "  \"joints\": [";
@@ -105,6 +106,11 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
     s += "      \"mass\": " + jsonNumber(model.inertias[i].mass) + ",\n";
     s += "      \"damping\": " + jsonDofArray(model, model.damping, i) + ",\n";
     s += "      \"armature\": " + jsonDofArray(model, model.armature, i) + ",\n";
+    s += "      \"stiffness\": " + jsonDofArray(model, model.stiffness, i) + ",\n";
+    s += "      \"spring_reference\": " + jsonDofArray(model, model.spring_reference, i) + ",\n";
+    s += "      \"singular_inertia\": " +
+         std::string(model.singular_inertia[i] ? "true" : "false") + ",\n";
+    s += "      \"rank\": " + std::to_string(model.joint_rank[i]) + ",\n";
     s += "      \"lower_limit\": " + jsonDofArray(model, model.lower_limit, i) + ",\n";
     s += "      \"upper_limit\": " + jsonDofArray(model, model.upper_limit, i) + ",\n";
     s += "      \"velocity_limit\": " + jsonDofArray(model, model.velocity_limit, i) + ",\n";
@@ -146,6 +152,22 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
   out << s;
 }
 
+// Bodies without (full) inertia and the joints whose motion is not all inertial (docs/MASSLESS.md).
+void writeTextMassless(const Model& model, std::ostream& out) {
+  bool any_singular = false;
+  for (int i = 1; i < model.nbodies; ++i) any_singular = any_singular || model.singular_inertia[i];
+  if (!any_singular) return;
+  out << "massless  bodies with singular inertia; rank = joint dofs with inertia behind them\n";
+  for (int i = 1; i < model.nbodies; ++i) {
+    if (!model.singular_inertia[i]) continue;
+    out << "  " << model.body_names[i] << ": joint " << model.joint_names[i] << ", rank "
+        << model.joint_rank[i] << " of " << model.nv_joint[i] << "\n";
+  }
+  out << "nalgebraic " << model.nalgebraic;
+  if (model.nalgebraic > 0) out << "  (first-order joint equations: --solver aba --integrator imex_euler)";
+  out << "\n";
+}
+
 void writeTextInfo(const Model& model, const std::string& source, std::ostream& out) {
   out << "model     " << model.name << "\n";
   if (!source.empty()) out << "source    " << source << "\n";
@@ -184,6 +206,7 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
     }
     out << line << "\n";
   }
+  writeTextMassless(model, out);
   bool any_flexible = false;
   for (int i = 1; i < model.nbodies; ++i) any_flexible = any_flexible || model.nmodes[i] > 0;
   if (!any_flexible) return;

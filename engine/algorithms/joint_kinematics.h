@@ -57,6 +57,32 @@ inline void motionSubspaceStep(const Model& model, Data& data, int i, const doub
   }
 }
 
+/// D⁺ of a joint of rank r_i < n_i into data.D_inv[i], its null basis into data.null_basis[i]
+/// and ε into data.epsilon (see articulatedJointStep). Out of line: the rigid path stays small.
+template <int NV>
+[[gnu::noinline]] void rankDeficientJointInverse(const Model& model, Data& data, int i,
+                                                 const Eigen::Matrix<double, NV, NV>& D,
+                                                 const Eigen::Matrix<double, NV, 1>& epsilon) {
+  using MatrixNV = Eigen::Matrix<double, NV, NV>;
+  const int iv = model.idx_v[i];
+  const int r = model.joint_rank[i];
+  auto D_inv = data.D_inv[i].template topLeftCorner<NV, NV>();
+  data.epsilon.template segment<NV>(iv) = epsilon;
+  if constexpr (NV == 1) {
+    D_inv(0, 0) = 0.0;
+    data.null_basis[i](0, 0) = 1.0;
+  } else {
+    // eigenvalues ascending: the first n_i − r_i eigenvectors span null(D); the rank is the
+    // model's, so a nearly singular D is never silently truncated
+    const Eigen::SelfAdjointEigenSolver<MatrixNV> eig(D);
+    const MatrixNV& X = eig.eigenvectors();
+    D_inv.setZero();
+    for (int c = NV - r; c < NV; ++c)
+      D_inv.noalias() += X.col(c) * (X.col(c).transpose() / eig.eigenvalues()(c));
+    data.null_basis[i].template topLeftCorner<NV, NV>() = X;
+  }
+}
+
 /// The joint step of the articulated-body inward sweep (seed 004 (6.1), (7.2)) on the
 /// articulated inertia P and bias z of body i: U = P ℋ*, D = ℋ P ℋ* + armature, G = U D⁻¹ (into
 /// G_W), ε = T − ℋ z with T = τ − damping v − stiffness (q − q_ref), ν = D⁻¹ ε (into nu).
@@ -86,21 +112,7 @@ inline void articulatedJointStep(const Model& model, Data& data, int i, const Ma
   epsilon.noalias() -= S.transpose() * z;
   auto D_inv = data.D_inv[i].template topLeftCorner<NV, NV>();
   if (model.joint_rank[i] < NV) [[unlikely]] {
-    const int r = model.joint_rank[i];
-    data.epsilon.template segment<NV>(iv) = epsilon;
-    if constexpr (NV == 1) {
-      D_inv(0, 0) = 0.0;
-      data.null_basis[i](0, 0) = 1.0;
-    } else {
-      // eigenvalues ascending: the first n_i − r_i eigenvectors span null(D); the rank is the
-      // model's, so a nearly singular D is never silently truncated
-      const Eigen::SelfAdjointEigenSolver<MatrixNV> eig(D);
-      const MatrixNV& X = eig.eigenvectors();
-      D_inv.setZero();
-      for (int c = NV - r; c < NV; ++c)
-        D_inv.noalias() += X.col(c) * (X.col(c).transpose() / eig.eigenvalues()(c));
-      data.null_basis[i].template topLeftCorner<NV, NV>() = X;
-    }
+    rankDeficientJointInverse<NV>(model, data, i, D, epsilon);
   } else if constexpr (NV == 1) {
     D_inv(0, 0) = 1.0 / D(0, 0);
   } else {

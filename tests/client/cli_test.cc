@@ -428,6 +428,50 @@ TEST_F(CliTest, InfoJsonMatchesTheLoadedModel) {
   }
 }
 
+TEST_F(CliTest, InfoReportsMasslessBodiesRanksAndSprings) {
+  // the small-mass oscillator of seed 003 §2.2 with m1 = 0: one algebraic velocity
+  writeFile(path("oscillator.yaml"), R"(version: 1
+name: oscillator
+gravity: [0, 0, 0]
+bodies:
+  - name: small
+    parent: world
+    joint: {type: prismatic, name: q1, axis: [1, 0, 0], stiffness: 100.0, damping: 0.1}
+    inertia: {mass: 0, com: [0, 0, 0], inertia: [0, 0, 0, 0, 0, 0]}
+  - name: large
+    parent: small
+    joint: {type: prismatic, name: q2, axis: [1, 0, 0], stiffness: 10.0, spring_reference: 0.5,
+            damping: 0.1}
+    inertia: {mass: 1.0, com: [0, 0, 0], inertia: [1.0, 1.0, 1.0, 0, 0, 0]}
+)");
+  const std::string file = path("oscillator.yaml").string();
+  const RunResult text = runInProcess({"info", "--model", file});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  small: joint q1, rank 0 of 1\n"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("large: joint"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("nalgebraic 1 "), std::string::npos) << text.out;
+
+  const RunResult json = runInProcess({"info", "--model", file, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  Json doc;
+  ASSERT_NO_THROW(doc = JsonParser(json.out).parseDocument()) << json.out;
+  EXPECT_EQ(doc["nalgebraic"].number, 1.0);
+  const Json& small = doc["joints"].array.at(0);
+  const Json& large = doc["joints"].array.at(1);
+  EXPECT_TRUE(small["singular_inertia"].boolean);
+  EXPECT_EQ(small["rank"].number, 0.0);
+  EXPECT_EQ(small["stiffness"].array.at(0).number, 100.0);
+  EXPECT_FALSE(large["singular_inertia"].boolean);
+  EXPECT_EQ(large["rank"].number, 1.0);
+  EXPECT_EQ(large["stiffness"].array.at(0).number, 10.0);
+  EXPECT_EQ(large["spring_reference"].array.at(0).number, 0.5);
+
+  // a rigid model says nothing about massless bodies
+  const RunResult arm = runInProcess({"info", "--model", "iiwa14"});
+  ASSERT_EQ(arm.code, 0) << arm.err;
+  EXPECT_EQ(arm.out.find("nalgebraic"), std::string::npos) << arm.out;
+}
+
 TEST_F(CliTest, InfoJsonEscapesNames) {
   EXPECT_EQ(jsonString("a\"b\\c\n\t\x01/é"), "\"a\\\"b\\\\c\\n\\t\\u0001/é\"");
   EXPECT_EQ(jsonNumber(INFINITY), "null");
