@@ -16,6 +16,7 @@
 #include <cmath>
 #include <thread>
 
+#include "client/simulation_client.h"
 #include "engine/algorithms/crba.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/integrators/simulator.h"
@@ -444,6 +445,62 @@ TEST_F(ServerTest, AccessTokenIsRequiredWhenConfigured) {
             StatusCode::UNAUTHENTICATED);
   token_ = "s3cret";
   EXPECT_TRUE(stub_->ListModels(context().get(), {}, &models).ok());
+}
+
+// TLS with the test certificate of tests/data/tls (self-signed for localhost and 127.0.0.1): a
+// client that checks the certificate against it gets through, together with the access token; a
+// plaintext client and a client that trusts only the system's roots do not.
+TEST_F(ServerTest, TlsServesClientsThatTrustItsCertificate) {
+  server_->shutdown();
+  const std::string tls_dir = std::string(HILSIM_SOURCE_DIR) + "/tests/data/tls/";
+  ServerConfig config = testConfig();
+  config.tls_certificate_file = tls_dir + "server.crt";
+  config.tls_key_file = tls_dir + "server.key";
+  config.access_token = "s3cret";
+  startServer(config);
+  const std::string target = server_->grpcTarget();
+
+  client::ClientOptions trusting;
+  trusting.tls = true;
+  trusting.tls_root_ca_file = tls_dir + "server.crt";
+  trusting.access_token = "s3cret";
+  trusting.deadline = std::chrono::milliseconds(5000);
+  client::SimulationClient client(target, trusting);
+  const v1::ListModelsResponse models = client.listModels();
+  ASSERT_GT(models.models_size(), 0);
+  EXPECT_EQ(models.models(0).name(), defaultModelName());
+  // the same certificate checked under its DNS name
+  trusting.tls_server_name = "localhost";
+  client::SimulationClient by_name(target, trusting);
+  EXPECT_GT(by_name.listModels().models_size(), 0);
+
+  // TLS still requires the token
+  client::ClientOptions no_token = trusting;
+  no_token.access_token.clear();
+  try {
+    client::SimulationClient(target, no_token).listModels();
+    ADD_FAILURE() << "a TLS client without the token was served";
+  } catch (const client::RpcError& e) {
+    EXPECT_EQ(e.code(), StatusCode::UNAUTHENTICATED) << e.what();
+  }
+
+  // plaintext against a TLS port, and TLS with a root store that does not hold the certificate,
+  // never reach the service
+  client::ClientOptions short_deadline;
+  short_deadline.access_token = "s3cret";
+  short_deadline.deadline = std::chrono::milliseconds(1500);
+  client::ClientOptions untrusting = short_deadline;
+  untrusting.tls = true;
+  for (const client::ClientOptions& options : {short_deadline, untrusting}) {
+    SCOPED_TRACE(options.tls ? "TLS with the system's roots" : "plaintext");
+    try {
+      client::SimulationClient(target, options).listModels();
+      ADD_FAILURE() << "served";
+    } catch (const client::RpcError& e) {
+      EXPECT_TRUE(e.code() == StatusCode::UNAVAILABLE || e.code() == StatusCode::DEADLINE_EXCEEDED)
+          << e.what();
+    }
+  }
 }
 
 // A plain HTTP GET on loopback: the body.
