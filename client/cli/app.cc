@@ -109,7 +109,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         ->capture_default_str();
     sim->add_option("-s,--solver", sim_solver, "Forward-dynamics formulation: aba or crba")
         ->capture_default_str();
-    sim->add_option("-I,--integrator", sim_integrator, "Integrator: rk4, euler (semi-implicit) or imex_euler (models with massless bodies)")
+    sim->add_option("-I,--integrator", sim_integrator,
+                    "Integrator: rk4, euler (semi-implicit) or imex_euler (models with massless "
+                    "bodies)")
         ->capture_default_str();
     sim->add_option("--dt", sim_dt, "Time step [s], > 0")->capture_default_str()->type_name("SECONDS");
     sim->add_option("-T,--duration", sim_duration, "Simulated time [s], >= 0")

@@ -164,7 +164,8 @@ void writeTextMassless(const Model& model, std::ostream& out) {
         << model.joint_rank[i] << " of " << model.nv_joint[i] << "\n";
   }
   out << "nalgebraic " << model.nalgebraic;
-  if (model.nalgebraic > 0) out << "  (first-order joint equations: --solver aba --integrator imex_euler)";
+  if (model.nalgebraic > 0)
+    out << "  (first-order joint equations: --solver aba --integrator imex_euler)";
   out << "\n";
 }
 

@@ -172,8 +172,9 @@ void flexibleJointVelocityStep(const Model& model, Data& data, int i, const doub
     node_velocity.noalias() = flex.Psi_t_W[i] * eta_dot;
     crossMotion(V_parent, node_velocity, cross);
     c += cross;
-    const MotionVector rate_B = nodeTwistRate(body, body.nodes[model.parent_node[i]],
-                                              q + model.idxModesQ(parent), v + model.idxModesV(parent));
+    const MotionVector rate_B =
+        nodeTwistRate(body, body.nodes[model.parent_node[i]], q + model.idxModesQ(parent),
+                      v + model.idxModesV(parent));
     MotionVector rate_W;
     data.X_WB[parent].actMotion(rate_B, rate_W);
     c += rate_W;

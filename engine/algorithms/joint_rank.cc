@@ -33,7 +33,11 @@ void randomConfiguration(const Model& model, std::mt19937& rng, Eigen::VectorXd&
     switch (model.joints[i].type) {
       case JointType::kRevolute: q_i[0] = angle(rng); break;
       case JointType::kPrismatic: q_i[0] = 0.5 * unit(rng); break;
-      case JointType::kPlanar: q_i[0] = 0.5 * unit(rng); q_i[1] = 0.5 * unit(rng); q_i[2] = angle(rng); break;
+      case JointType::kPlanar:
+        q_i[0] = 0.5 * unit(rng);
+        q_i[1] = 0.5 * unit(rng);
+        q_i[2] = angle(rng);
+        break;
       case JointType::kFreeFlyer:
         for (int k = 0; k < 3; ++k) q_i[k] = unit(rng);
         q_i += 3;

@@ -94,7 +94,8 @@ double Simulator::makeVelocityConsistent(const Eigen::VectorXd& tau) {
   // dependent gyroscopic terms
   aba(model, data_, q_, v_, tau);
   algebraic_.capture(model, data_);
-  for (int iteration = 0; iteration < 4; ++iteration) algebraic_.newtonStep(model, data_, q_, v_, tau, 0.0);
+  for (int iteration = 0; iteration < 4; ++iteration)
+    algebraic_.newtonStep(model, data_, q_, v_, tau, 0.0);
   aba(model, data_, q_, v_, tau);
   algebraic_.residual(model, data_, gamma_);
   return gamma_.lpNorm<Eigen::Infinity>();
