@@ -2,6 +2,7 @@
 
 #include <Eigen/Cholesky>
 
+#include "engine/algorithms/aba_outward_step.h"
 #include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
@@ -43,16 +44,6 @@ void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen
       X_WJ.rotation.transpose() * (m.tail<3>() - p_WB.cross(m.head<3>()));
 }
 
-// P(k) = M(k) and z(k) = b_m(k) = V ×* M V, in W.
-[[gnu::noinline]] void articulatedStart(const Model& model, Data& data, int i) {
-  detail::bodyInertiaStep(model, data, i);
-  const Inertia& I = data.inertia_W[i];
-  I.matrix(data.P_W[i]);
-  ForceVector momentum;
-  I.apply(data.V_W[i], momentum);
-  crossForce(data.V_W[i], momentum, data.z_W[i]);
-}
-
 }  // namespace
 
 const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -67,11 +58,14 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   // outward sweep: kinematics, a_m(k) = c_W, and start P(k) = M(k), z(k) = b_m(k) − f_ext
   data.V_W[0].setZero();
   data.A_W[0] = detail::baseAccelerationForGravity(model);
-  MotionVector joint_velocity;
   for (int i = 1; i < model.nbodies; ++i) {
-    detail::jointPositionStep(model, data, i, q.data());
-    detail::jointVelocityStep(model, data, i, q.data(), v.data(), joint_velocity);
-    articulatedStart(model, data, i);
+#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+    const JointType type = model.joints[i].type;
+    if (type == JointType::kRevolute || type == JointType::kPrismatic)
+      detail::abaOutwardStepAxialAvx2(model, data, i, q.data(), v.data());
+    else
+#endif
+      detail::abaOutwardStep(model, data, i, q.data(), v.data());
     if (!f_ext_B.empty()) {
       ForceVector f_ext_W;
       data.X_WB[i].actForce(f_ext_B[i], f_ext_W);

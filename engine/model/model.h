@@ -70,9 +70,10 @@ struct Model {
   Eigen::VectorXd velocity_limit;  ///< [rad/s or m/s], +inf when unknown; data only
   Eigen::VectorXd effort_limit;    ///< [N·m or N], +inf when unknown; data only
 
-  /// Revolute joints, precomputed by ModelBuilder so the hot sweeps skip the generic joint
-  /// transform: R_{λ(i) B}(θ) = k0 + cos θ k_cos + sin θ k_sin (Rodrigues folded into the joint
-  /// placement), and the axis in the parent frame. Unused entries for other joint types.
+  /// Revolute and prismatic joints, precomputed by ModelBuilder so the hot sweeps skip the
+  /// generic joint transform: R_{λ(i) B}(θ) = k0 + cos θ k_cos + sin θ k_sin (Rodrigues folded
+  /// into the joint placement; a prismatic joint has k0 = R_{λ(i) J} and k_cos = k_sin = 0), and
+  /// the axis in the parent frame. Zero for other joint types.
   struct RevoluteTerms {
     Matrix3 k0 = Matrix3::Zero(), k_cos = Matrix3::Zero(), k_sin = Matrix3::Zero();
     Vector3 axis_parent = Vector3::Zero();

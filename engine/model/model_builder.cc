@@ -200,14 +200,19 @@ Model ModelBuilder::build() const {
     properties.push_back(b.properties);
   }
 
-  // R_PJ R_J(θ) with R_J = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ
+  // R_PJ R_J(θ) with R_J = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ; a prismatic joint's is R_PJ
   m.revolute_terms.assign(m.nbodies, Model::RevoluteTerms());
   for (int i = 1; i < m.nbodies; ++i) {
-    if (m.joints[i].type != JointType::kRevolute) continue;
+    const JointType type = m.joints[i].type;
+    if (type != JointType::kRevolute && type != JointType::kPrismatic) continue;
     const Matrix3& r_pj = m.joint_placement[i].rotation;
     const Vector3& a = m.joints[i].axis;
     Model::RevoluteTerms& t = m.revolute_terms[i];
     t.axis_parent = r_pj * a;
+    if (type == JointType::kPrismatic) {
+      t.k0 = r_pj;
+      continue;
+    }
     t.k0 = t.axis_parent * a.transpose();
     t.k_cos = r_pj - t.k0;
     t.k_sin = r_pj * skew(a);

@@ -1,0 +1,204 @@
+#include "engine/algorithms/aba_outward_step.h"
+
+#include <cmath>
+#include <cstddef>
+
+#include "engine/algorithms/joint_kinematics.h"
+
+#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+#include <immintrin.h>
+#endif
+
+namespace hilsim::detail {
+
+void abaOutwardStep(const Model& model, Data& data, int i, const double* q, const double* v) {
+  jointPositionStep(model, data, i, q);
+  MotionVector joint_velocity;
+  jointVelocityStep(model, data, i, q, v, joint_velocity);
+  bodyInertiaStep(model, data, i);
+  // P(k) = M(k) and z(k) = b_m(k) = V ×* M V
+  const Inertia& I = data.inertia_W[i];
+  I.matrix(data.P_W[i]);
+  ForceVector momentum;
+  I.apply(data.V_W[i], momentum);
+  crossForce(data.V_W[i], momentum, data.z_W[i]);
+}
+
+#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+
+// Why by hand: Eigen packs fixed-size blocks by the largest packet that divides their size, so
+// every 3-vector, 3 × 3 column and 6-vector runs on 2-wide packets plus a scalar, with a shuffle
+// at each cross product; this step was two thirds of the outward sweep's instructions. Here a
+// 3-vector is one register, lanes x, y, z and a fourth lane that holds whatever follows the
+// vector in memory (it is read, carried and overwritten, never kept: every 4-wide store that
+// writes it is followed by the store of the next vector over the same address).
+namespace {
+
+using Lanes = __m256d;
+
+inline __m256i firstThreeLanes() { return _mm256_setr_epi64x(-1, -1, -1, 0); }
+inline Lanes load3(const double* p) { return _mm256_maskload_pd(p, firstThreeLanes()); }
+inline void store3(double* p, Lanes x) { _mm256_maskstore_pd(p, firstThreeLanes(), x); }
+inline Lanes load4(const double* p) { return _mm256_loadu_pd(p); }
+inline void store4(double* p, Lanes x) { _mm256_storeu_pd(p, x); }
+inline Lanes broadcast(const double* p) { return _mm256_broadcast_sd(p); }
+inline Lanes add(Lanes a, Lanes b) { return _mm256_add_pd(a, b); }
+inline Lanes mul(Lanes a, Lanes b) { return _mm256_mul_pd(a, b); }
+inline Lanes fma(Lanes a, Lanes b, Lanes c) { return _mm256_fmadd_pd(a, b, c); }
+inline Lanes negate(Lanes a) { return _mm256_sub_pd(_mm256_setzero_pd(), a); }
+template <int K>
+inline Lanes splat(Lanes a) {
+  return _mm256_permute4x64_pd(a, _MM_SHUFFLE(K, K, K, K));
+}
+inline Lanes yzx(Lanes a) { return _mm256_permute4x64_pd(a, _MM_SHUFFLE(3, 0, 2, 1)); }
+/// a × b = (a ⊙ b_yzx − a_yzx ⊙ b)_yzx
+inline Lanes cross(Lanes a, Lanes b) {
+  return yzx(_mm256_fmsub_pd(a, yzx(b), mul(yzx(a), b)));
+}
+/// x + y + z of the first three lanes.
+inline double sum3(Lanes a) {
+  const __m128d xy = _mm256_castpd256_pd128(a);
+  const __m128d z = _mm256_extractf128_pd(a, 1);
+  return _mm_cvtsd_f64(_mm_add_sd(_mm_add_sd(xy, _mm_unpackhi_pd(xy, xy)), z));
+}
+/// A · b for a column-major 3 × 3 A held as columns a0, a1, a2 and b read from memory.
+inline Lanes times(Lanes a0, Lanes a1, Lanes a2, const double* b) {
+  return fma(a2, broadcast(b + 2), fma(a1, broadcast(b + 1), mul(a0, broadcast(b))));
+}
+
+// the 4-wide loads and stores above rely on these layouts
+static_assert(sizeof(Matrix3) == 9 * sizeof(double) && sizeof(Vector3) == 3 * sizeof(double));
+static_assert(offsetof(Transform, translation) == sizeof(Matrix3));
+static_assert(offsetof(Inertia, inertia_com) == offsetof(Inertia, com) + sizeof(Vector3));
+static_assert(offsetof(Model::RevoluteTerms, k_cos) == sizeof(Matrix3) &&
+              offsetof(Model::RevoluteTerms, k_sin) == 2 * sizeof(Matrix3) &&
+              offsetof(Model::RevoluteTerms, axis_parent) == 3 * sizeof(Matrix3));
+static_assert(sizeof(MotionVector) == 6 * sizeof(double) && sizeof(Matrix6) == 36 * sizeof(double));
+
+}  // namespace
+
+void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double* q,
+                             const double* v) {
+  const bool prismatic = model.joints[i].type == JointType::kPrismatic;
+  assert(prismatic || model.joints[i].type == JointType::kRevolute);
+  const Model::RevoluteTerms& terms = model.revolute_terms[i];
+  const int parent = model.parent[i];
+  const int iv = model.idx_v[i];
+  const double q_i = q[model.idx_q[i]];
+
+  // Transform is R (9, column-major) then p (3): three 4-wide column loads stay inside it
+  const double* X_parent = data.X_WB[parent].rotation.data();
+  const Lanes Rp0 = load4(X_parent), Rp1 = load4(X_parent + 3), Rp2 = load4(X_parent + 6);
+  const Lanes p_parent = load3(X_parent + 9);
+
+  // R_λB = k0 + cos θ k_cos + sin θ k_sin, the 9 entries in three 4-wide chunks (the last chunk
+  // reads on into the next member of RevoluteTerms)
+  double cos_q = 0.0, sin_q = 0.0;
+  if (!prismatic) {
+    cos_q = std::cos(q_i);
+    sin_q = std::sin(q_i);
+  }
+  const Lanes c4 = _mm256_set1_pd(cos_q), s4 = _mm256_set1_pd(sin_q);
+  alignas(32) double r_pb[12];
+  for (int o = 0; o < 12; o += 4)
+    _mm256_store_pd(r_pb + o, fma(s4, load4(terms.k_sin.data() + o),
+                                  fma(c4, load4(terms.k_cos.data() + o),
+                                      load4(terms.k0.data() + o))));
+  // R_WB = R_Wλ R_λB, the joint origin p_J = p_λ + R_Wλ p_λJ and the axis a_W = R_Wλ a_λ
+  const Lanes R0 = times(Rp0, Rp1, Rp2, r_pb);
+  const Lanes R1 = times(Rp0, Rp1, Rp2, r_pb + 3);
+  const Lanes R2 = times(Rp0, Rp1, Rp2, r_pb + 6);
+  const Lanes p_joint =
+      add(times(Rp0, Rp1, Rp2, model.joint_placement[i].translation.data()), p_parent);
+  const Lanes axis = times(Rp0, Rp1, Rp2, terms.axis_parent.data());
+  // revolute: p_B = p_J, S = [a; p × a]; prismatic: p_B = p_J + a q, S = [0; a]
+  Lanes p, S_angular, S_linear;
+  if (prismatic) {
+    p = fma(axis, _mm256_set1_pd(q_i), p_joint);
+    S_angular = _mm256_setzero_pd();
+    S_linear = axis;
+  } else {
+    p = p_joint;
+    S_angular = axis;
+    S_linear = cross(p, axis);
+  }
+  double* X = data.X_WB[i].rotation.data();
+  store4(X, R0);
+  store4(X + 3, R1);
+  store4(X + 6, R2);
+  store3(X + 9, p);
+  Transform& X_WJ = data.X_WJ[i];
+  if (prismatic) X_WJ.rotation = data.X_WB[i].rotation;  // a slide does not rotate
+  store3(X_WJ.translation.data(), p_joint);
+  double* S = data.S_W.col(iv).data();
+  store4(S, S_angular);
+  store3(S + 3, S_linear);
+
+  // V = V_λ + S v and c = V_λ ×ᵐ S v (seed 004 (3.27); Ṡ_J = 0)
+  const double* V_parent = data.V_W[parent].data();
+  const Lanes w_parent = load4(V_parent), v_parent = load3(V_parent + 3);
+  const Lanes v_i = broadcast(v + iv);
+  const Lanes joint_w = mul(S_angular, v_i), joint_v = mul(S_linear, v_i);
+  const Lanes w = add(w_parent, joint_w), lin_v = add(v_parent, joint_v);
+  double* V = data.V_W[i].data();
+  store4(V, w);
+  store3(V + 3, lin_v);
+  double* c = data.c_W[i].data();
+  store4(c, cross(w_parent, joint_w));
+  store3(c + 3, add(cross(w_parent, joint_v), cross(v_parent, joint_w)));
+
+  // body inertia in W: c_W = R c_B + p, I_c,W = (R I_c,B) Rᵀ with R(j, k) = X[3k + j]
+  const Inertia& I_B = model.inertias[i];
+  const double mass = I_B.mass;
+  const Lanes com = add(times(R0, R1, R2, I_B.com.data()), p);
+  const double* I_cB = I_B.inertia_com.data();
+  const Lanes T0 = times(R0, R1, R2, I_cB);
+  const Lanes T1 = times(R0, R1, R2, I_cB + 3);
+  const Lanes T2 = times(R0, R1, R2, I_cB + 6);
+  const Lanes I0 = fma(T2, broadcast(X + 6), fma(T1, broadcast(X + 3), mul(T0, broadcast(X))));
+  const Lanes I1 =
+      fma(T2, broadcast(X + 7), fma(T1, broadcast(X + 4), mul(T0, broadcast(X + 1))));
+  const Lanes I2 =
+      fma(T2, broadcast(X + 8), fma(T1, broadcast(X + 5), mul(T0, broadcast(X + 2))));
+  Inertia& I_W = data.inertia_W[i];
+  I_W.mass = mass;
+  store4(I_W.com.data(), com);  // Inertia is mass, com, inertia_com: the fourth lane is I_c(0, 0)
+  double* I_cW = I_W.inertia_com.data();
+  store4(I_cW, I0);
+  store4(I_cW + 3, I1);
+  store3(I_cW + 6, I2);
+
+  // P = M(k) (RBDA (2.63)): [I_c + m c̃ c̃ᵀ, m c̃; m c̃ᵀ, m 1], m c̃ c̃ᵀ = m |c|² 1 − h cᵀ, h = m c;
+  // column j of m c̃ is h × e_j and of m c̃ᵀ its negative
+  const Lanes m4 = _mm256_set1_pd(mass);
+  const Lanes h = mul(m4, com);
+  const Lanes m_c2 = _mm256_set1_pd(sum3(mul(h, com)));
+  const Lanes e0 = _mm256_setr_pd(1, 0, 0, 0), e1 = _mm256_setr_pd(0, 1, 0, 0),
+              e2 = _mm256_setr_pd(0, 0, 1, 0);
+  const Lanes H0 = cross(h, e0), H1 = cross(h, e1), H2 = cross(h, e2);
+  double* P = data.P_W[i].data();
+  store4(P, fma(m_c2, e0, _mm256_fnmadd_pd(h, splat<0>(com), I0)));
+  store4(P + 3, negate(H0));
+  store4(P + 6, fma(m_c2, e1, _mm256_fnmadd_pd(h, splat<1>(com), I1)));
+  store4(P + 9, negate(H1));
+  store4(P + 12, fma(m_c2, e2, _mm256_fnmadd_pd(h, splat<2>(com), I2)));
+  store4(P + 15, negate(H2));
+  store4(P + 18, H0);
+  store4(P + 21, mul(m4, e0));
+  store4(P + 24, H1);
+  store4(P + 27, mul(m4, e1));
+  store4(P + 30, H2);
+  store3(P + 33, mul(m4, e2));
+
+  // z = V ×* (M V): linear momentum l = m (v + ω × c), angular n = I_c ω + c × l
+  const Lanes momentum = mul(m4, add(lin_v, cross(w, com)));
+  const Lanes angular =
+      fma(I2, splat<2>(w), fma(I1, splat<1>(w), fma(I0, splat<0>(w), cross(com, momentum))));
+  double* z = data.z_W[i].data();
+  store4(z, add(cross(w, angular), cross(lin_v, momentum)));
+  store3(z + 3, cross(w, momentum));
+}
+
+#endif  // HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+
+}  // namespace hilsim::detail
