@@ -2,7 +2,7 @@
 
 #include <Eigen/Cholesky>
 
-#include "engine/algorithms/aba_outward_step.h"
+#include "engine/algorithms/aba_steps.h"
 #include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
@@ -59,7 +59,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   data.V_W[0].setZero();
   data.A_W[0] = detail::baseAccelerationForGravity(model);
   for (int i = 1; i < model.nbodies; ++i) {
-#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
     const JointType type = model.joints[i].type;
     if (type == JointType::kRevolute || type == JointType::kPrismatic)
       detail::abaOutwardStepAxialAvx2(model, data, i, q.data(), v.data());
@@ -76,31 +76,17 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   // inward sweep (6.1) and the filter of (7.2), tips → base. P(k) and z(k) already hold the
   // children's P⁺ and z⁺ (Φ = I in W).
   for (int i = model.nbodies - 1; i >= 1; --i) {
-    const int iv = model.idx_v[i];
-    const int parent = model.parent[i];
-    Matrix6& P = data.P_W[i];
-    ForceVector& z = data.z_W[i];
     if (isFloatingRoot(model, i)) {
       floatingRootAcceleration(model, data, i, v, tau);
       continue;
     }
-    z.noalias() += P * data.c_W[i];  // z(k) = Φ z⁺(k−1) + P(k) a_m(k) + b_m(k)
-    detail::withJointSize(model.nv_joint[i], [&](auto n) {
-      constexpr int NV = decltype(n)::value;
-      Eigen::Matrix<double, 6, NV> U;
-      Eigen::Matrix<double, NV, 1> epsilon;
-      detail::articulatedJointStep<NV>(model, data, i, P, z, q.data(), v, tau, U, epsilon);
-      const auto G = data.G_W.middleCols<NV>(iv);
-      if (parent > 0) {
-        // z⁺(k) = z + G ε and P⁺(k) = τ̄ P = P − G ℋ P, accumulated straight into the parent
-        ForceVector& z_parent = data.z_W[parent];
-        z_parent += z;
-        z_parent.noalias() += G * epsilon;
-        Matrix6& P_parent = data.P_W[parent];
-        P_parent += P;
-        P_parent.noalias() -= G * U.transpose();
-      }
-    });
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
+    if (model.nv_joint[i] == 1 && model.joint_rank[i] == 1) {
+      detail::abaInwardStepOneDofAvx2(model, data, i, q.data(), v.data(), tau.data());
+      continue;
+    }
+#endif
+    detail::abaInwardStep(model, data, i, q.data(), v, tau);
   }
 
   // outward sweep (7.3), base → tips: α⁺(k) = α(λ), χ̇ = ν − G* α⁺, α(k) = α⁺ + ℋ* χ̇ + a_m(k)

@@ -1,13 +1,14 @@
-// The 4-wide outward step of ABA for revolute and prismatic joints against the portable one, body
-// by body on random trees, every output it writes: both must leave the same Data behind, so every
-// later sweep (and every other test of aba) sees one definition. The dynamics tests then hold for
-// whichever of the two the build uses.
+// The 4-wide steps of ABA (outward: revolute and prismatic joints; inward: 1-DoF joints) against
+// the portable ones, body by body on random trees, every output they write: both must leave the
+// same Data behind, so every later sweep (and every other test of aba) sees one definition. The
+// dynamics tests then hold for whichever of the two the build uses.
 #include <random>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "engine/algorithms/aba_outward_step.h"
+#include "engine/algorithms/aba_steps.h"
+#include "engine/spatial/spatial.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 
@@ -17,7 +18,7 @@ namespace {
 using test::kAlgebraTol;
 using test::relativeDifference;
 
-#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
 
 bool isAxial(JointType type) {
   return type == JointType::kRevolute || type == JointType::kPrismatic;
@@ -78,7 +79,58 @@ TEST(AbaOutwardStep, VectorisedAxialStepMatchesThePortableStepOnRandomTrees) {
   EXPECT_GT(prismatic_bodies, 50);
 }
 
+TEST(AbaInwardStep, VectorisedOneDofStepMatchesThePortableStepOnRandomTrees) {
+  std::mt19937 rng(7);
+  int one_dof_bodies = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    test::RandomTreeOptions options;
+    options.bodies = 25;
+    options.free_flyer_root = trial % 2 == 0;
+    const Model model = test::randomTree(rng, options);
+    const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+    const Eigen::VectorXd v = Eigen::VectorXd::Random(model.nv) * 2.0;
+    const Eigen::VectorXd tau = Eigen::VectorXd::Random(model.nv) * 10.0;
+    Data data(model);
+    for (int i = 1; i < model.nbodies; ++i)
+      detail::abaOutwardStep(model, data, i, q.data(), v.data());
+    // each 1-DoF body from the same inputs: the outward sweep's P, z and c, with random
+    // children's contributions standing in for the rest of the inward sweep
+    for (int i = 1; i < model.nbodies; ++i) {
+      if (model.nv_joint[i] != 1) continue;
+      ++one_dof_bodies;
+      Data portable = data;
+      const Matrix6 A = Matrix6::Random();
+      portable.P_W[i] += A * A.transpose();
+      portable.z_W[i] += ForceVector::Random();
+      Data vectorised = portable;
+      detail::abaInwardStep(model, portable, i, q.data(), v, tau);
+      detail::abaInwardStepOneDofAvx2(model, vectorised, i, q.data(), v.data(), tau.data());
+      SCOPED_TRACE("trial " + std::to_string(trial) + ", body " + std::to_string(i));
+      const int iv = model.idx_v[i];
+      const int parent = model.parent[i];
+      EXPECT_LT(relativeDifference(vectorised.z_W[i], portable.z_W[i]), kAlgebraTol);
+      EXPECT_LT(relativeDifference(vectorised.G_W.col(iv), portable.G_W.col(iv)), kAlgebraTol);
+      EXPECT_LT(relativeDifference(vectorised.nu.segment<1>(iv), portable.nu.segment<1>(iv)),
+                kAlgebraTol);
+      EXPECT_LT(relativeDifference(vectorised.D_inv[i].topLeftCorner<1, 1>(),
+                                   portable.D_inv[i].topLeftCorner<1, 1>()),
+                kAlgebraTol);
+      EXPECT_LT(relativeDifference(vectorised.P_W[parent], portable.P_W[parent]), kAlgebraTol);
+      EXPECT_LT(relativeDifference(vectorised.z_W[parent], portable.z_W[parent]), kAlgebraTol);
+      if (parent == 0) {  // nothing is handed to the world
+        EXPECT_EQ(vectorised.P_W[0], data.P_W[0]);
+        EXPECT_EQ(vectorised.z_W[0], data.z_W[0]);
+      }
+    }
+  }
+  EXPECT_GT(one_dof_bodies, 200);
+}
+
 #else
+
+TEST(AbaInwardStep, VectorisedOneDofStepMatchesThePortableStepOnRandomTrees) {
+  GTEST_SKIP() << "built without AVX2 and FMA: aba uses the portable inward step only";
+}
 
 TEST(AbaOutwardStep, VectorisedAxialStepMatchesThePortableStepOnRandomTrees) {
   GTEST_SKIP() << "built without AVX2 and FMA: aba uses the portable outward step only";

@@ -1,11 +1,11 @@
-#include "engine/algorithms/aba_outward_step.h"
+#include "engine/algorithms/aba_steps.h"
 
 #include <cmath>
 #include <cstddef>
 
 #include "engine/algorithms/joint_kinematics.h"
 
-#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
 #include <immintrin.h>
 #endif
 
@@ -24,11 +24,36 @@ void abaOutwardStep(const Model& model, Data& data, int i, const double* q, cons
   crossForce(data.V_W[i], momentum, data.z_W[i]);
 }
 
-#ifdef HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+void abaInwardStep(const Model& model, Data& data, int i, const double* q,
+                   const Eigen::VectorXd& v, const Eigen::VectorXd& tau) {
+  const int iv = model.idx_v[i];
+  const int parent = model.parent[i];
+  const Matrix6& P = data.P_W[i];
+  ForceVector& z = data.z_W[i];
+  z.noalias() += P * data.c_W[i];  // z(k) = Φ z⁺(k−1) + P(k) a_m(k) + b_m(k)
+  withJointSize(model.nv_joint[i], [&](auto n) {
+    constexpr int NV = decltype(n)::value;
+    Eigen::Matrix<double, 6, NV> U;
+    Eigen::Matrix<double, NV, 1> epsilon;
+    articulatedJointStep<NV>(model, data, i, P, z, q, v, tau, U, epsilon);
+    if (parent == 0) return;
+    // z⁺(k) = z + G ε and P⁺(k) = τ̄ P = P − G ℋ P, accumulated straight into the parent
+    const auto G = data.G_W.middleCols<NV>(iv);
+    ForceVector& z_parent = data.z_W[parent];
+    z_parent += z;
+    z_parent.noalias() += G * epsilon;
+    Matrix6& P_parent = data.P_W[parent];
+    P_parent += P;
+    P_parent.noalias() -= G * U.transpose();
+  });
+}
+
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
 
 // Why by hand: Eigen packs fixed-size blocks by the largest packet that divides their size, so
-// every 3-vector, 3 × 3 column and 6-vector runs on 2-wide packets plus a scalar, with a shuffle
-// at each cross product; this step was two thirds of the outward sweep's instructions. Here a
+// every 3-vector, 3 × 3 column and 6-vector runs on 2-wide packets (plus a scalar for the odd
+// sizes), with shuffles at each cross product: the outward step took about 540 instructions per
+// body. Written 4-wide, ABA runs 20–30 % faster (docs/PERFORMANCE.md). Here a
 // 3-vector is one register, lanes x, y, z and a fourth lane that holds whatever follows the
 // vector in memory (it is read, carried and overwritten, never kept: every 4-wide store that
 // writes it is followed by the store of the next vector over the same address).
@@ -199,6 +224,83 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   store3(z + 3, cross(w, momentum));
 }
 
-#endif  // HILSIM_HAVE_AXIAL_OUTWARD_STEP_AVX2
+// A 6-vector as rows 0–3 in a 4-wide register and rows 4–5 in a 2-wide one.
+struct SixLanes {
+  Lanes top;
+  __m128d bottom;
+};
+
+inline SixLanes load6(const double* p) { return {load4(p), _mm_loadu_pd(p + 4)}; }
+inline void store6(double* p, const SixLanes& x) {
+  store4(p, x.top);
+  _mm_storeu_pd(p + 4, x.bottom);
+}
+inline SixLanes add6(const SixLanes& a, const SixLanes& b) {
+  return {add(a.top, b.top), _mm_add_pd(a.bottom, b.bottom)};
+}
+/// a s + b for a scalar s held in every lane of s4
+inline SixLanes fma6(const SixLanes& a, Lanes s4, const SixLanes& b) {
+  return {fma(a.top, s4, b.top), _mm_fmadd_pd(a.bottom, _mm256_castpd256_pd128(s4), b.bottom)};
+}
+/// b − a s
+inline SixLanes fnma6(const SixLanes& a, Lanes s4, const SixLanes& b) {
+  return {_mm256_fnmadd_pd(a.top, s4, b.top),
+          _mm_fnmadd_pd(a.bottom, _mm256_castpd256_pd128(s4), b.bottom)};
+}
+inline double dot6(const SixLanes& a, const SixLanes& b) {
+  const Lanes top = mul(a.top, b.top);
+  const __m128d pairs = _mm_fmadd_pd(a.bottom, b.bottom,
+                                     _mm_add_pd(_mm256_castpd256_pd128(top),
+                                                _mm256_extractf128_pd(top, 1)));
+  return _mm_cvtsd_f64(_mm_add_sd(pairs, _mm_unpackhi_pd(pairs, pairs)));
+}
+
+void abaInwardStepOneDofAvx2(const Model& model, Data& data, int i, const double* q,
+                             const double* v, const double* tau) {
+  assert(model.nv_joint[i] == 1 && model.joint_rank[i] == 1);
+  const int iv = model.idx_v[i];
+  const int parent = model.parent[i];
+  // U = P S and P c, column by column: P's columns stay in registers for the parent update
+  const double* P = data.P_W[i].data();
+  const double* S = data.S_W.col(iv).data();
+  const double* c = data.c_W[i].data();
+  SixLanes P_columns[6];
+  SixLanes U = {_mm256_setzero_pd(), _mm_setzero_pd()};
+  SixLanes Pc = U;
+  for (int j = 0; j < 6; ++j) {
+    P_columns[j] = load6(P + 6 * j);
+    U = fma6(P_columns[j], broadcast(S + j), U);
+    Pc = fma6(P_columns[j], broadcast(c + j), Pc);
+  }
+  // z(k) = z⁺ + P a_m + b_m
+  double* z_data = data.z_W[i].data();
+  const SixLanes z = add6(load6(z_data), Pc);
+  store6(z_data, z);
+  // D = ℋ P ℋ* + armature, ε = τ − d v − k (q − q_ref) − ℋ z, G = U D⁻¹, ν = D⁻¹ ε
+  const SixLanes S6 = load6(S);
+  const double D = dot6(S6, U) + model.armature[iv];
+  const double epsilon = tau[iv] - model.damping[iv] * v[iv] -
+                         model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]) -
+                         dot6(S6, z);
+  const double D_inv = 1.0 / D;
+  data.D_inv[i](0, 0) = D_inv;
+  data.nu[iv] = D_inv * epsilon;
+  const SixLanes G = fma6(U, _mm256_set1_pd(D_inv), {_mm256_setzero_pd(), _mm_setzero_pd()});
+  store6(data.G_W.col(iv).data(), G);
+  if (parent == 0) return;
+  // z⁺(λ) += z + G ε, P⁺(λ) += P − G Uᵀ (column j of G Uᵀ is G U_j)
+  double* z_parent = data.z_W[parent].data();
+  store6(z_parent, fma6(G, _mm256_set1_pd(epsilon), add6(load6(z_parent), z)));
+  alignas(32) double U_entries[8];
+  store4(U_entries, U.top);
+  _mm_store_pd(U_entries + 4, U.bottom);
+  double* P_parent = data.P_W[parent].data();
+  for (int j = 0; j < 6; ++j) {
+    double* column = P_parent + 6 * j;
+    store6(column, fnma6(G, broadcast(U_entries + j), add6(load6(column), P_columns[j])));
+  }
+}
+
+#endif  // HILSIM_HAVE_ABA_STEPS_AVX2
 
 }  // namespace hilsim::detail
