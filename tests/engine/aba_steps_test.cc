@@ -24,16 +24,31 @@ bool isAxial(JointType type) {
   return type == JointType::kRevolute || type == JointType::kPrismatic;
 }
 
+/// One of the random cases: a tree of 25 moving bodies (every joint type, on a free joint in
+/// every other trial), a configuration, velocities and joint forces.
+struct RandomCase {
+  Model model;
+  Eigen::VectorXd q, v, tau;
+};
+
+RandomCase randomCase(std::mt19937& rng, int trial) {
+  test::RandomTreeOptions options;
+  options.bodies = 25;
+  options.free_flyer_root = trial % 2 == 0;
+  RandomCase c{test::randomTree(rng, options), {}, {}, {}};
+  c.q = test::randomConfiguration(c.model, rng);
+  c.v = Eigen::VectorXd::Random(c.model.nv) * 2.0;
+  c.tau = Eigen::VectorXd::Random(c.model.nv) * 10.0;
+  return c;
+}
+
 TEST(AbaOutwardStep, VectorisedAxialStepMatchesThePortableStepOnRandomTrees) {
   std::mt19937 rng(42);
   int axial_bodies = 0, prismatic_bodies = 0;
   for (int trial = 0; trial < 20; ++trial) {
-    test::RandomTreeOptions options;
-    options.bodies = 25;
-    options.free_flyer_root = trial % 2 == 0;
-    const Model model = test::randomTree(rng, options);
-    const Eigen::VectorXd q = test::randomConfiguration(model, rng);
-    const Eigen::VectorXd v = Eigen::VectorXd::Random(model.nv) * 2.0;
+    const RandomCase random = randomCase(rng, trial);
+    const Model& model = random.model;
+    const Eigen::VectorXd &q = random.q, &v = random.v;
     Data portable(model), vectorised(model);
     for (int i = 1; i < model.nbodies; ++i) {
       detail::abaOutwardStep(model, portable, i, q.data(), v.data());
@@ -83,13 +98,9 @@ TEST(AbaInwardStep, VectorisedOneDofStepMatchesThePortableStepOnRandomTrees) {
   std::mt19937 rng(7);
   int one_dof_bodies = 0;
   for (int trial = 0; trial < 20; ++trial) {
-    test::RandomTreeOptions options;
-    options.bodies = 25;
-    options.free_flyer_root = trial % 2 == 0;
-    const Model model = test::randomTree(rng, options);
-    const Eigen::VectorXd q = test::randomConfiguration(model, rng);
-    const Eigen::VectorXd v = Eigen::VectorXd::Random(model.nv) * 2.0;
-    const Eigen::VectorXd tau = Eigen::VectorXd::Random(model.nv) * 10.0;
+    const RandomCase random = randomCase(rng, trial);
+    const Model& model = random.model;
+    const Eigen::VectorXd &q = random.q, &v = random.v, &tau = random.tau;
     Data data(model);
     for (int i = 1; i < model.nbodies; ++i)
       detail::abaOutwardStep(model, data, i, q.data(), v.data());
