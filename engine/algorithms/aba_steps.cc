@@ -53,10 +53,10 @@ void abaInwardStep(const Model& model, Data& data, int i, const double* q,
 // Why by hand: Eigen packs fixed-size blocks by the largest packet that divides their size, so
 // every 3-vector, 3 × 3 column and 6-vector runs on 2-wide packets (plus a scalar for the odd
 // sizes), with shuffles at each cross product: the outward step took about 540 instructions per
-// body. Written 4-wide, ABA runs 20–30 % faster (docs/PERFORMANCE.md). Here a
-// 3-vector is one register, lanes x, y, z and a fourth lane that holds whatever follows the
-// vector in memory (it is read, carried and overwritten, never kept: every 4-wide store that
-// writes it is followed by the store of the next vector over the same address).
+// body. Written 4-wide, ABA runs 25–30 % faster (docs/PERFORMANCE.md, "The 4-wide ABA steps").
+// Here a 3-vector is one register: lanes x, y, z, and a fourth lane that holds whatever follows
+// the vector in memory (zero after load3). That lane is carried and overwritten, never kept:
+// every 4-wide store that writes it is followed by the store of the next vector over its address.
 namespace {
 
 using Lanes = __m256d;
