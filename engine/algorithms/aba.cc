@@ -44,6 +44,29 @@ void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen
       X_WJ.rotation.transpose() * (m.tail<3>() - p_WB.cross(m.head<3>()));
 }
 
+// The 4-wide steps (aba_steps.h) where the build targets AVX2 and the joint is one they cover.
+inline void outwardStep(const Model& model, Data& data, int i, const double* q, const double* v) {
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
+  const JointType type = model.joints[i].type;
+  if (type == JointType::kRevolute || type == JointType::kPrismatic) {
+    detail::abaOutwardStepAxialAvx2(model, data, i, q, v);
+    return;
+  }
+#endif
+  detail::abaOutwardStep(model, data, i, q, v);
+}
+
+inline void inwardStep(const Model& model, Data& data, int i, const Eigen::VectorXd& q,
+                       const Eigen::VectorXd& v, const Eigen::VectorXd& tau) {
+#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
+  if (model.nv_joint[i] == 1 && model.joint_rank[i] == 1) {
+    detail::abaInwardStepOneDofAvx2(model, data, i, q.data(), v.data(), tau.data());
+    return;
+  }
+#endif
+  detail::abaInwardStep(model, data, i, q.data(), v, tau);
+}
+
 }  // namespace
 
 const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -59,13 +82,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   data.V_W[0].setZero();
   data.A_W[0] = detail::baseAccelerationForGravity(model);
   for (int i = 1; i < model.nbodies; ++i) {
-#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
-    const JointType type = model.joints[i].type;
-    if (type == JointType::kRevolute || type == JointType::kPrismatic)
-      detail::abaOutwardStepAxialAvx2(model, data, i, q.data(), v.data());
-    else
-#endif
-      detail::abaOutwardStep(model, data, i, q.data(), v.data());
+    outwardStep(model, data, i, q.data(), v.data());
     if (!f_ext_B.empty()) {
       ForceVector f_ext_W;
       data.X_WB[i].actForce(f_ext_B[i], f_ext_W);
@@ -76,17 +93,10 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const Eigen::VectorXd
   // inward sweep (6.1) and the filter of (7.2), tips → base. P(k) and z(k) already hold the
   // children's P⁺ and z⁺ (Φ = I in W).
   for (int i = model.nbodies - 1; i >= 1; --i) {
-    if (isFloatingRoot(model, i)) {
+    if (isFloatingRoot(model, i))
       floatingRootAcceleration(model, data, i, v, tau);
-      continue;
-    }
-#ifdef HILSIM_HAVE_ABA_STEPS_AVX2
-    if (model.nv_joint[i] == 1 && model.joint_rank[i] == 1) {
-      detail::abaInwardStepOneDofAvx2(model, data, i, q.data(), v.data(), tau.data());
-      continue;
-    }
-#endif
-    detail::abaInwardStep(model, data, i, q.data(), v, tau);
+    else
+      inwardStep(model, data, i, q, v, tau);
   }
 
   // outward sweep (7.3), base → tips: α⁺(k) = α(λ), χ̇ = ν − G* α⁺, α(k) = α⁺ + ℋ* χ̇ + a_m(k)

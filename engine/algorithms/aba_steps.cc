@@ -114,7 +114,7 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   // Transform is R (9, column-major) then p (3): three 4-wide column loads stay inside it
   const double* X_parent = data.X_WB[parent].rotation.data();
   const Lanes Rp0 = load4(X_parent), Rp1 = load4(X_parent + 3), Rp2 = load4(X_parent + 6);
-  const Lanes p_parent = load3(X_parent + 9);
+  const Lanes p_parent = load3(data.X_WB[parent].translation.data());
 
   // R_λB = k0 + cos θ k_cos + sin θ k_sin, the 9 entries in three 4-wide chunks (the last chunk
   // reads on into the next member of RevoluteTerms)
@@ -151,7 +151,7 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   store4(X, R0);
   store4(X + 3, R1);
   store4(X + 6, R2);
-  store3(X + 9, p);
+  store3(data.X_WB[i].translation.data(), p);
   Transform& X_WJ = data.X_WJ[i];
   if (prismatic) X_WJ.rotation = data.X_WB[i].rotation;  // a slide does not rotate
   store3(X_WJ.translation.data(), p_joint);
@@ -224,6 +224,8 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   store3(z + 3, cross(w, momentum));
 }
 
+namespace {
+
 // A 6-vector as rows 0–3 in a 4-wide register and rows 4–5 in a 2-wide one.
 struct SixLanes {
   Lanes top;
@@ -254,6 +256,8 @@ inline double dot6(const SixLanes& a, const SixLanes& b) {
                                                 _mm256_extractf128_pd(top, 1)));
   return _mm_cvtsd_f64(_mm_add_sd(pairs, _mm_unpackhi_pd(pairs, pairs)));
 }
+
+}  // namespace
 
 void abaInwardStepOneDofAvx2(const Model& model, Data& data, int i, const double* q,
                              const double* v, const double* tau) {

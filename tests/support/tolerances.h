@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <Eigen/Core>
+
 namespace hilsim::test {
 
 /// Identities of the spatial algebra in double precision: a few roundings on O(1) numbers.
@@ -13,11 +15,13 @@ inline constexpr double kAlgebraTol = 1e-12;
 /// rounding grows with depth and the condition of M; 1e-10 is the engine's contract.
 inline constexpr double kFormulationRelTol = 1e-10;
 
-/// Relative difference ‖a − b‖∞ / max(1, ‖a‖∞, ‖b‖∞).
+/// Relative difference ‖a − b‖∞ / max(1, ‖a‖∞, ‖b‖∞); NaN when either holds a NaN, so that no
+/// comparison against a tolerance passes on one.
 template <typename A, typename B>
 double relativeDifference(const A& a, const B& b) {
-  const double scale = std::max({1.0, a.cwiseAbs().maxCoeff(), b.cwiseAbs().maxCoeff()});
-  return (a - b).cwiseAbs().maxCoeff() / scale;
+  const double scale = std::max({1.0, a.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>(),
+                                 b.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>()});
+  return (a - b).cwiseAbs().template maxCoeff<Eigen::PropagateNaN>() / scale;
 }
 
 }  // namespace hilsim::test
