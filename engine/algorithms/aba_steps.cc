@@ -91,13 +91,48 @@ inline Lanes times(Lanes a0, Lanes a1, Lanes a2, const double* b) {
   return fma(a2, broadcast(b + 2), fma(a1, broadcast(b + 1), mul(a0, broadcast(b))));
 }
 
+// A 6-vector as rows 0–3 in a 4-wide register and rows 4–5 in a 2-wide one.
+struct SixLanes {
+  Lanes top;
+  __m128d bottom;
+};
+
+inline SixLanes load6(const double* p) { return {load4(p), _mm_loadu_pd(p + 4)}; }
+inline void store6(double* p, const SixLanes& x) {
+  store4(p, x.top);
+  _mm_storeu_pd(p + 4, x.bottom);
+}
+inline SixLanes add6(const SixLanes& a, const SixLanes& b) {
+  return {add(a.top, b.top), _mm_add_pd(a.bottom, b.bottom)};
+}
+/// a s + b for a scalar s held in every lane of s4
+inline SixLanes fma6(const SixLanes& a, Lanes s4, const SixLanes& b) {
+  return {fma(a.top, s4, b.top), _mm_fmadd_pd(a.bottom, _mm256_castpd256_pd128(s4), b.bottom)};
+}
+/// b − a s
+inline SixLanes fnma6(const SixLanes& a, Lanes s4, const SixLanes& b) {
+  return {_mm256_fnmadd_pd(a.top, s4, b.top),
+          _mm_fnmadd_pd(a.bottom, _mm256_castpd256_pd128(s4), b.bottom)};
+}
+/// a s for a scalar s held in every lane of s4
+inline SixLanes scale6(const SixLanes& a, Lanes s4) {
+  return {mul(a.top, s4), _mm_mul_pd(a.bottom, _mm256_castpd256_pd128(s4))};
+}
+inline double dot6(const SixLanes& a, const SixLanes& b) {
+  const Lanes top = mul(a.top, b.top);
+  const __m128d pairs = _mm_fmadd_pd(a.bottom, b.bottom,
+                                     _mm_add_pd(_mm256_castpd256_pd128(top),
+                                                _mm256_extractf128_pd(top, 1)));
+  return _mm_cvtsd_f64(_mm_add_sd(pairs, _mm_unpackhi_pd(pairs, pairs)));
+}
+
 // the 4-wide loads and stores above rely on these layouts
 static_assert(sizeof(Matrix3) == 9 * sizeof(double) && sizeof(Vector3) == 3 * sizeof(double));
 static_assert(offsetof(Transform, translation) == sizeof(Matrix3));
 static_assert(offsetof(Inertia, inertia_com) == offsetof(Inertia, com) + sizeof(Vector3));
-static_assert(offsetof(Model::RevoluteTerms, k_cos) == sizeof(Matrix3) &&
-              offsetof(Model::RevoluteTerms, k_sin) == 2 * sizeof(Matrix3) &&
-              offsetof(Model::RevoluteTerms, axis_parent) == 3 * sizeof(Matrix3));
+static_assert(offsetof(Model::AxialJointTerms, k_cos) == sizeof(Matrix3) &&
+              offsetof(Model::AxialJointTerms, k_sin) == 2 * sizeof(Matrix3) &&
+              offsetof(Model::AxialJointTerms, axis_parent) == 3 * sizeof(Matrix3));
 static_assert(sizeof(MotionVector) == 6 * sizeof(double) && sizeof(Matrix6) == 36 * sizeof(double));
 
 }  // namespace
@@ -106,7 +141,7 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
                              const double* v) {
   const bool prismatic = model.joints[i].type == JointType::kPrismatic;
   assert(prismatic || model.joints[i].type == JointType::kRevolute);
-  const Model::RevoluteTerms& terms = model.revolute_terms[i];
+  const Model::AxialJointTerms& terms = model.axial_joint_terms[i];
   const int parent = model.parent[i];
   const int iv = model.idx_v[i];
   const double q_i = q[model.idx_q[i]];
@@ -117,7 +152,7 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   const Lanes p_parent = load3(data.X_WB[parent].translation.data());
 
   // R_λB = k0 + cos θ k_cos + sin θ k_sin, the 9 entries in three 4-wide chunks (the last chunk
-  // reads on into the next member of RevoluteTerms)
+  // reads on into the next member of AxialJointTerms)
   double cos_q = 0.0, sin_q = 0.0;
   if (!prismatic) {
     cos_q = std::cos(q_i);
@@ -224,41 +259,6 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   store3(z + 3, cross(w, momentum));
 }
 
-namespace {
-
-// A 6-vector as rows 0–3 in a 4-wide register and rows 4–5 in a 2-wide one.
-struct SixLanes {
-  Lanes top;
-  __m128d bottom;
-};
-
-inline SixLanes load6(const double* p) { return {load4(p), _mm_loadu_pd(p + 4)}; }
-inline void store6(double* p, const SixLanes& x) {
-  store4(p, x.top);
-  _mm_storeu_pd(p + 4, x.bottom);
-}
-inline SixLanes add6(const SixLanes& a, const SixLanes& b) {
-  return {add(a.top, b.top), _mm_add_pd(a.bottom, b.bottom)};
-}
-/// a s + b for a scalar s held in every lane of s4
-inline SixLanes fma6(const SixLanes& a, Lanes s4, const SixLanes& b) {
-  return {fma(a.top, s4, b.top), _mm_fmadd_pd(a.bottom, _mm256_castpd256_pd128(s4), b.bottom)};
-}
-/// b − a s
-inline SixLanes fnma6(const SixLanes& a, Lanes s4, const SixLanes& b) {
-  return {_mm256_fnmadd_pd(a.top, s4, b.top),
-          _mm_fnmadd_pd(a.bottom, _mm256_castpd256_pd128(s4), b.bottom)};
-}
-inline double dot6(const SixLanes& a, const SixLanes& b) {
-  const Lanes top = mul(a.top, b.top);
-  const __m128d pairs = _mm_fmadd_pd(a.bottom, b.bottom,
-                                     _mm_add_pd(_mm256_castpd256_pd128(top),
-                                                _mm256_extractf128_pd(top, 1)));
-  return _mm_cvtsd_f64(_mm_add_sd(pairs, _mm_unpackhi_pd(pairs, pairs)));
-}
-
-}  // namespace
-
 void abaInwardStepOneDofAvx2(const Model& model, Data& data, int i, const double* q,
                              const double* v, const double* tau) {
   assert(model.nv_joint[i] == 1 && model.joint_rank[i] == 1);
@@ -289,7 +289,7 @@ void abaInwardStepOneDofAvx2(const Model& model, Data& data, int i, const double
   const double D_inv = 1.0 / D;
   data.D_inv[i](0, 0) = D_inv;
   data.nu[iv] = D_inv * epsilon;
-  const SixLanes G = fma6(U, _mm256_set1_pd(D_inv), {_mm256_setzero_pd(), _mm_setzero_pd()});
+  const SixLanes G = scale6(U, _mm256_set1_pd(D_inv));
   store6(data.G_W.col(iv).data(), G);
   if (parent == 0) return;
   // z⁺(λ) += z + G ε, P⁺(λ) += P − G Uᵀ (column j of G Uᵀ is G U_j)

@@ -154,7 +154,7 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
   if (joint.type == JointType::kRevolute) {
     // fast path: one sincos, R_WB = R_Wλ (k0 + cos θ k_cos + sin θ k_sin); J and B share
     // their origin, and S = [a_W; p × a_W] with a_W = R_Wλ a_λ
-    const Model::RevoluteTerms& t = model.revolute_terms[i];
+    const Model::AxialJointTerms& t = model.axial_joint_terms[i];
     const Transform& X_WP = data.X_WB[model.parent[i]];
     const Transform& X_PJ = model.joint_placement[i];
     const double theta = q[model.idx_q[i]];

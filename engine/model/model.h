@@ -74,11 +74,11 @@ struct Model {
   /// generic joint transform: R_{λ(i) B}(θ) = k0 + cos θ k_cos + sin θ k_sin (Rodrigues folded
   /// into the joint placement; a prismatic joint has k0 = R_{λ(i) J} and k_cos = k_sin = 0), and
   /// the axis in the parent frame. Zero for other joint types.
-  struct RevoluteTerms {
+  struct AxialJointTerms {
     Matrix3 k0 = Matrix3::Zero(), k_cos = Matrix3::Zero(), k_sin = Matrix3::Zero();
     Vector3 axis_parent = Vector3::Zero();
   };
-  std::vector<RevoluteTerms> revolute_terms;  ///< [nbodies]
+  std::vector<AxialJointTerms> axial_joint_terms;  ///< [nbodies]
 
   // --- flexible bodies, [nbodies]; nmodes 0 and an empty FlexibleBody for a rigid body ---
   std::vector<int> nmodes;                  ///< number of assumed modes of each body

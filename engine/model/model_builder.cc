@@ -201,13 +201,13 @@ Model ModelBuilder::build() const {
   }
 
   // R_PJ R_J(θ) with R_J = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ; a prismatic joint's is R_PJ
-  m.revolute_terms.assign(m.nbodies, Model::RevoluteTerms());
+  m.axial_joint_terms.assign(m.nbodies, Model::AxialJointTerms());
   for (int i = 1; i < m.nbodies; ++i) {
     const JointType type = m.joints[i].type;
     if (type != JointType::kRevolute && type != JointType::kPrismatic) continue;
     const Matrix3& r_pj = m.joint_placement[i].rotation;
     const Vector3& a = m.joints[i].axis;
-    Model::RevoluteTerms& t = m.revolute_terms[i];
+    Model::AxialJointTerms& t = m.axial_joint_terms[i];
     t.axis_parent = r_pj * a;
     if (type == JointType::kPrismatic) {
       t.k0 = r_pj;

@@ -452,7 +452,7 @@ TEST_F(ServerTest, AccessTokenIsRequiredWhenConfigured) {
 // plaintext client and a client that trusts only the system's roots do not.
 TEST_F(ServerTest, TlsServesClientsThatTrustItsCertificate) {
   server_->shutdown();
-  const std::string tls_dir = std::string(HILSIM_SOURCE_DIR) + "/tests/data/tls/";
+  const std::string tls_dir = HILSIM_TEST_DATA_DIR "/tls/";
   ServerConfig config = testConfig();
   config.tls_certificate_file = tls_dir + "server.crt";
   config.tls_key_file = tls_dir + "server.key";
