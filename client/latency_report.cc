@@ -85,7 +85,8 @@ std::string upper(std::string text) {
 
 std::uint64_t rejectedTotal(const v1::TransportStats& t) {
   return t.oversize() + t.malformed() + t.unknown_session() + t.unauthenticated() + t.stale() +
-         t.duplicate() + t.wrong_size() + t.non_finite() + t.inactive() + t.dropped();
+         t.duplicate() + t.wrong_size() + t.non_finite() + t.too_many_steps() + t.inactive() +
+         t.dropped();
 }
 
 /// "stale 3, wrong_size 1" for the non-zero rejection counters, or "none".
@@ -95,6 +96,7 @@ std::string rejectedDetail(const v1::TransportStats& t) {
       {"unknown_session", t.unknown_session()}, {"unauthenticated", t.unauthenticated()},
       {"stale", t.stale()},             {"duplicate", t.duplicate()},
       {"wrong_size", t.wrong_size()},   {"non_finite", t.non_finite()},
+      {"too_many_steps", t.too_many_steps()},
       {"inactive", t.inactive()},       {"dropped", t.dropped()}};
   std::string out;
   for (const auto& [name, count] : counters) {

@@ -217,6 +217,10 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   e.set_name(request.name().empty() ? "session-" + std::to_string(session_id) : request.name());
 
   // Ranges of the contract, then the server's limits.
+  if (e.name().size() > kMaxNameBytes) {
+    return "config.name: " + std::to_string(e.name().size()) + " bytes, allowed at most " +
+           std::to_string(kMaxNameBytes);
+  }
   const double rate = e.control_rate_hz();
   if (!(rate >= 100.0 && rate <= 10000.0)) {
     return "config.control_rate_hz = " + describe(rate) + ": allowed 100 … 10000 Hz";

@@ -15,6 +15,10 @@
 
 namespace hilsim::server {
 
+/// Longest SessionConfig.name and ModelSource.source_name [bytes]: they are repeated in logs,
+/// metrics labels, every SessionInfo and every error message about the model.
+inline constexpr std::size_t kMaxNameBytes = 256;
+
 v1::SessionState toProto(rt::SessionState state);
 v1::SessionMode toProto(rt::SessionMode mode);
 void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* out);

@@ -43,7 +43,8 @@ Status transitionFailed(const std::string& why) {
 // What the contract says about a command besides its torques, as a status for the Control
 // stream (the message names the rule and the values).
 std::string describeRejection(Rejection rejection, const v1::Command& command,
-                              std::uint64_t newest, int nv) {
+                              std::uint64_t newest, const ServerSession& session) {
+  const int nv = session.nv();
   switch (rejection) {
     case Rejection::kMalformed: return "command sequence 0: sequences start at 1";
     case Rejection::kUnknownSession:
@@ -62,6 +63,10 @@ std::string describeRejection(Rejection rejection, const v1::Command& command,
       }
       return "a torque is not finite";
     }
+    case Rejection::kTooManySteps:
+      return "command steps = " + std::to_string(command.steps()) + ": this server runs at most " +
+             std::to_string(session.maxStepCycles()) +
+             " cycles per command (limits.max_step_cycles); split the request";
     default: return std::string(rejectionName(rejection));
   }
 }
@@ -227,7 +232,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
         StartRead(&command_);
         return;
       default:
-        finishLocked(invalid(describeRejection(outcome, command_, gate_.newest(), session_->nv())));
+        finishLocked(invalid(describeRejection(outcome, command_, gate_.newest(), *session_)));
         return;
     }
     gate_.accept(command_.sequence());
@@ -447,8 +452,10 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
 
 class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, public StateSink {
  public:
+  // `session`: one of whose readers (claimReader) this stream is.
   StateStreamReactor(std::shared_ptr<ServerSession> session, std::uint32_t decimation)
       : session_(std::move(session)), decimation_(std::max(1u, decimation)), writer_(this) {
+    claimed_ = true;
     session_->addSink(this);
   }
   StateStreamReactor(const Status& status) : writer_(this) {
@@ -484,7 +491,10 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
     finishLocked({StatusCode::CANCELLED, "call cancelled"});
   }
   void OnDone() override {
-    if (session_) session_->removeSink(this);
+    if (session_) {
+      session_->removeSink(this);
+      if (claimed_) session_->releaseReader();
+    }
     delete this;
   }
 
@@ -492,10 +502,14 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
   void finishLocked(const Status& status) {
     if (finished_) return;
     finished_ = true;
+    // released now, not in OnDone: a reader that sees this stream end may open the next at once
+    if (claimed_) session_->releaseReader();
+    claimed_ = false;
     Finish(status);
   }
 
   std::shared_ptr<ServerSession> session_;
+  bool claimed_ = false;
   const std::uint32_t decimation_ = 1;
   StateWriter<StateStreamReactor> writer_;
   std::mutex mutex_;
@@ -714,7 +728,7 @@ grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* c
       return finish(context, transitionFailed(sessionLabel(session->id()) + " is not running"));
     default:
       return finish(context,
-                    invalid(describeRejection(outcome, *request, 0, session->nv())));
+                    invalid(describeRejection(outcome, *request, 0, *session)));
   }
   const std::uint64_t target = base + cycles;
   last_target = target;
@@ -733,6 +747,13 @@ grpc::ServerWriteReactor<v1::State>* SimulationService::StreamStates(
   std::shared_ptr<ServerSession> session;
   if (Status s = lookup(request->session_id(), &session); !s.ok()) {
     return new StateStreamReactor(s);
+  }
+  // Every reader costs the session's publisher a state per cycle: their number is bounded.
+  if (!session->claimReader(config_.max_stream_readers)) {
+    return new StateStreamReactor(
+        Status{StatusCode::RESOURCE_EXHAUSTED,
+               sessionLabel(session->id()) + " has " + std::to_string(config_.max_stream_readers) +
+                   " StreamStates readers, this server's limit (limits.max_stream_readers)"});
   }
   return new StateStreamReactor(std::move(session), request->decimation());
 }

@@ -60,8 +60,8 @@ const std::array<v1::SessionState, 5>& sessionStates() {
 /// The message outcomes of TransportStats, in the order of its fields: each received message is
 /// counted under exactly one of them, so they sum to `received`.
 using TransportField = std::uint64_t (*)(const v1::TransportStats&);
-const std::array<std::pair<const char*, TransportField>, 11>& transportOutcomes() {
-  static const std::array<std::pair<const char*, TransportField>, 11> outcomes = {{
+const std::array<std::pair<const char*, TransportField>, 12>& transportOutcomes() {
+  static const std::array<std::pair<const char*, TransportField>, 12> outcomes = {{
       {"accepted", [](const v1::TransportStats& t) { return t.accepted(); }},
       {"oversize", [](const v1::TransportStats& t) { return t.oversize(); }},
       {"malformed", [](const v1::TransportStats& t) { return t.malformed(); }},
@@ -71,6 +71,7 @@ const std::array<std::pair<const char*, TransportField>, 11>& transportOutcomes(
       {"duplicate", [](const v1::TransportStats& t) { return t.duplicate(); }},
       {"wrong_size", [](const v1::TransportStats& t) { return t.wrong_size(); }},
       {"non_finite", [](const v1::TransportStats& t) { return t.non_finite(); }},
+      {"too_many_steps", [](const v1::TransportStats& t) { return t.too_many_steps(); }},
       {"inactive", [](const v1::TransportStats& t) { return t.inactive(); }},
       {"dropped", [](const v1::TransportStats& t) { return t.dropped(); }},
   }};

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -65,6 +66,10 @@ void Server::start() {
     credentials = grpc::InsecureServerCredentials();
   }
   grpc::ServerBuilder builder;
+  // Room for a CreateSession of limits.max_model_text_bytes (gRPC refuses a message above 4 MiB
+  // by default); every other request is far smaller, and its fields are bounded on their own.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::max<std::size_t>(std::size_t{4} << 20, s.config.max_model_text_bytes + (64 << 10))));
   const std::string address = s.config.bind_address + ":" + std::to_string(s.config.grpc_port);
   builder.AddListeningPort(address, credentials, &s.grpc_port);
   builder.RegisterService(s.service.get());

@@ -41,6 +41,14 @@ constexpr std::int64_t kMaxCommandCapacity = 65'536;  // ~1 KiB per queued comma
 constexpr std::int64_t kMaxSessionsLimit = 1024;
 constexpr std::int64_t kMinModelTextBytes = 1 << 10;
 constexpr std::int64_t kMaxModelTextBytes = 256 << 20;
+// The model loaders' own bounds for files (ModelLimits): the server may only be stricter.
+constexpr std::int64_t kMaxModelBodies = 200'000;
+constexpr std::int64_t kMaxModelModes = 64;
+constexpr std::int64_t kMaxBeamElements = 1000;  // BeamSpec::validate
+constexpr std::int64_t kMinBeamElements = 2;
+constexpr std::int64_t kMaxFlexibleEntries = 4096;
+constexpr std::int64_t kMaxStepCycles = std::numeric_limits<std::uint32_t>::max();  // Command.steps
+constexpr std::int64_t kMaxStreamReaders = 1024;
 constexpr std::int64_t kMaxCoordinates = 128;  // rt::kMaxCoordinates
 constexpr const char* kTokenEnvironment = "HILSIM_ACCESS_TOKEN";
 constexpr double kInfinity = std::numeric_limits<double>::infinity();  // no bound
@@ -102,6 +110,47 @@ std::string describe(const YAML::Node& node) {
 }
 
 std::string errnoText(int error) { return std::strerror(error); }
+
+// Files the configuration names (TLS certificate and key, token file) and the file itself hold a
+// few kilobytes; the bound keeps /dev/zero from filling memory.
+constexpr std::uintmax_t kMaxReferencedFileBytes = 1 << 20;
+constexpr std::uintmax_t kMaxConfigFileBytes = 4 << 20;
+
+// The content of the regular file `file` of at most `max_bytes` bytes, or why not (then `error`
+// is set). A FIFO or device is refused before it is opened: opening a FIFO blocks until a writer
+// comes, reading a device may never end.
+std::string readBoundedFile(const fs::path& file, std::uintmax_t max_bytes, std::string& error) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (ec) {
+    error = ec.message();
+    return {};
+  }
+  if (fs::is_directory(status)) {
+    error = "is a directory";
+    return {};
+  }
+  if (!fs::is_regular_file(status)) {
+    error = "is not a regular file";
+    return {};
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    error = errnoText(errno);
+    return {};
+  }
+  std::string content;
+  char buffer[1 << 14];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    content.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (content.size() > max_bytes) {
+      error = "larger than " + std::to_string(max_bytes) + " bytes";
+      return {};
+    }
+  }
+  if (in.bad()) error = "read error";
+  return content;
+}
 
 class Parser {
  public:
@@ -312,17 +361,11 @@ fs::path Parser::path(const Item& item) const {
 }
 
 std::string Parser::readFile(const Item& item, const fs::path& file, const char* what) const {
-  std::error_code ec;
-  if (fs::is_directory(file, ec)) fail(item, "'" + file.string() + "' is a directory, not " + what);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    fail(item,
-         "cannot read " + std::string(what) + " '" + file.string() + "': " + errnoText(errno));
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) fail(item, "cannot read " + std::string(what) + " '" + file.string() + "'");
-  return content.str();
+  std::string error;
+  std::string content = readBoundedFile(file, kMaxReferencedFileBytes, error);
+  if (!error.empty())
+    fail(item, "cannot read " + std::string(what) + " '" + file.string() + "': " + error);
+  return content;
 }
 
 ServerConfig Parser::parse(const std::string& text) {
@@ -472,7 +515,9 @@ void Parser::applyEnvironmentToken() {
 void Parser::parseLimits(const Item& item) {
   const Mapping m(*this, item,
                   {"max_sessions", "max_control_rate_hz", "max_substeps", "max_fifo_priority",
-                   "allowed_cpus", "max_model_text_bytes"});
+                   "allowed_cpus", "max_model_text_bytes", "max_model_bodies", "max_model_modes",
+                   "max_beam_elements", "max_flexible_entries", "max_step_cycles",
+                   "max_stream_readers"});
   if (auto v = m.get("max_sessions")) {
     config_.max_sessions = static_cast<int>(integer(*v, 1, kMaxSessionsLimit));
   }
@@ -499,6 +544,25 @@ void Parser::parseLimits(const Item& item) {
   if (auto v = m.get("max_model_text_bytes")) {
     config_.max_model_text_bytes =
         static_cast<std::size_t>(integer(*v, kMinModelTextBytes, kMaxModelTextBytes));
+  }
+  if (auto v = m.get("max_model_bodies")) {
+    config_.max_model_bodies = static_cast<int>(integer(*v, 1, kMaxModelBodies));
+  }
+  if (auto v = m.get("max_model_modes")) {
+    config_.max_model_modes = static_cast<int>(integer(*v, 1, kMaxModelModes));
+  }
+  if (auto v = m.get("max_beam_elements")) {
+    config_.max_beam_elements =
+        static_cast<int>(integer(*v, kMinBeamElements, kMaxBeamElements));
+  }
+  if (auto v = m.get("max_flexible_entries")) {
+    config_.max_flexible_entries = static_cast<int>(integer(*v, 1, kMaxFlexibleEntries));
+  }
+  if (auto v = m.get("max_step_cycles")) {
+    config_.max_step_cycles = static_cast<std::uint32_t>(integer(*v, 1, kMaxStepCycles));
+  }
+  if (auto v = m.get("max_stream_readers")) {
+    config_.max_stream_readers = static_cast<int>(integer(*v, 1, kMaxStreamReaders));
   }
 }
 
@@ -739,14 +803,10 @@ void Parser::parseLog(const Item& item) {
 }  // namespace
 
 ServerConfig loadServerConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ConfigError(path + ": is a directory, not a file");
-  if (!in) throw ConfigError(path + ": cannot read: " + errnoText(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path + ": cannot read");
-  return parseServerConfig(text.str(), path);
+  std::string error;
+  const std::string text = readBoundedFile(path, kMaxConfigFileBytes, error);
+  if (!error.empty()) throw ConfigError(path + ": cannot read: " + error);
+  return parseServerConfig(text, path);
 }
 
 ServerConfig parseServerConfig(const std::string& yaml_text, const std::string& source) {

@@ -11,6 +11,9 @@
 
 namespace hilsim::server {
 
+/// limits.max_step_cycles unless the configuration says otherwise.
+inline constexpr std::uint32_t kDefaultMaxStepCycles = 10'000;
+
 /// The configuration file is invalid: one line naming the file, the key and the problem.
 class ConfigError : public std::runtime_error {
  public:
@@ -53,8 +56,21 @@ struct ServerConfig {
   int max_fifo_priority = 90;
   /// CPUs a session may pin its RT thread to; empty: any.
   std::vector<int> allowed_cpus;
-  /// Bytes of a URDF or YAML model text in CreateSession.
-  std::size_t max_model_text_bytes = 4 << 20;
+  // What one request may ask of the server (docs/SERVER.md, "Bounded work per request").
+  /// Bytes of a URDF or YAML model text in CreateSession (aliases and included files too).
+  std::size_t max_model_text_bytes = 512 << 10;
+  /// Bodies (YAML) or links (URDF) of a CreateSession model, welded ones included.
+  int max_model_bodies = 2000;
+  /// Assumed modes of one flexible body of a CreateSession model.
+  int max_model_modes = 32;
+  /// Finite elements of one generated beam (its modes cost O(elements³)).
+  int max_beam_elements = 100;
+  /// Lumped masses, or nodes, of one flexible body.
+  int max_flexible_entries = 512;
+  /// LOCKSTEP: control cycles one command, step request or Step call may ask for.
+  std::uint32_t max_step_cycles = kDefaultMaxStepCycles;
+  /// StreamStates streams open at once on one session (each costs its publisher a state a cycle).
+  int max_stream_readers = 16;
 
   // Models and sessions
   std::string model_directory;  ///< bundled models; empty: the default search (model_loader.h)

@@ -98,6 +98,11 @@ Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds rece
   for (const double tau : command.tau()) {
     if (!std::isfinite(tau)) return Rejection::kNonFinite;
   }
+  // Bounded work per request: steps are cycles the RT thread runs back to back (other modes
+  // ignore them).
+  if (mode() == rt::SessionMode::kLockstep && command.steps() > maxStepCycles()) {
+    return Rejection::kTooManySteps;
+  }
   const rt::SessionState now = session_->state();
   if (now == rt::SessionState::kStopped || now == rt::SessionState::kFaulted) {
     return Rejection::kInactive;

@@ -18,6 +18,7 @@
 
 #include "hilsim/v1/session.pb.h"
 #include "rt/session.h"
+#include "server/server_config.h"
 #include "server/transport_stats.h"
 
 namespace hilsim::server {
@@ -80,11 +81,18 @@ class ServerSession {
   void reset(const std::optional<Eigen::VectorXd>& q = std::nullopt,
              const std::optional<Eigen::VectorXd>& v = std::nullopt);
 
-  /// Rules 7–10 of udp.proto for a command that passed the transport's own checks (size,
-  /// session, token, sequence): tau neither empty nor nv values, non-finite, session STOPPED or
-  /// FAULTED, channel full. Queues a command with torques (a sync is only checked). Does not
-  /// count: the caller counts the outcome in its TransportCounters. Thread-safe.
+  /// Rules 7–11 of udp.proto for a command that passed the transport's own checks (size,
+  /// session, token, sequence): tau neither empty nor nv values, non-finite, LOCKSTEP steps above
+  /// maxStepCycles(), session STOPPED or FAULTED, channel full. Queues a command with torques (a
+  /// sync is only checked). Does not count: the caller counts the outcome in its
+  /// TransportCounters. Thread-safe.
   Rejection submit(const v1::Command& command, rt::Nanoseconds receive_time);
+  /// LOCKSTEP: the most control cycles one command, step request or Step call may ask for
+  /// (limits.max_step_cycles); set before the session is handed to its transports.
+  void setMaxStepCycles(std::uint32_t cycles) {
+    max_step_cycles_.store(cycles, std::memory_order_relaxed);
+  }
+  std::uint32_t maxStepCycles() const { return max_step_cycles_.load(std::memory_order_relaxed); }
 
   /// Stops the session and ends every sink (onClosed); later addSink calls get onClosed at once.
   /// The object lives on while transports still hold it. Idempotent.
@@ -108,6 +116,15 @@ class ServerSession {
   bool claimControlStream();
   void releaseControlStream();
   bool hasControlStream() const { return control_stream_open_.load(std::memory_order_acquire); }
+  /// StreamStates readers: claim fails when `limit` are open.
+  bool claimReader(int limit) {
+    int open = readers_.load(std::memory_order_relaxed);
+    do {
+      if (open >= limit) return false;
+    } while (!readers_.compare_exchange_weak(open, open + 1, std::memory_order_acq_rel));
+    return true;
+  }
+  void releaseReader() { readers_.fetch_sub(1, std::memory_order_acq_rel); }
   /// Serializes Step calls on this session.
   std::mutex& stepMutex() { return step_mutex_; }
   /// The cycle the newest Step call waits for (under stepMutex; reset with the session).
@@ -123,10 +140,12 @@ class ServerSession {
   v1::SessionConfig effective_config_;
   Token udp_token_;
   std::atomic<std::uint16_t> udp_port_{0};
+  std::atomic<std::uint32_t> max_step_cycles_{kDefaultMaxStepCycles};
   TransportCounters udp_, grpc_;
   std::unique_ptr<rt::Session> session_;
 
   std::atomic<bool> control_stream_open_{false};
+  std::atomic<int> readers_{0};
   std::mutex step_mutex_;
   std::uint64_t step_target_ = 0;
 

@@ -1,7 +1,5 @@
 #include "server/session_registry.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <random>
 #include <system_error>
@@ -41,6 +39,31 @@ std::string listNames(const v1::ListModelsResponse& models) {
 
 double micros(std::int64_t ns) { return static_cast<double>(ns) * 1e-3; }
 
+// What a model may ask of the loaders here (docs/SERVER.md, "Bounded work per request").
+ModelLimits modelLimits(const ServerConfig& config) {
+  ModelLimits limits;
+  limits.max_text_bytes = config.max_model_text_bytes;
+  limits.max_bodies = config.max_model_bodies;
+  limits.max_modes = config.max_model_modes;
+  limits.max_beam_elements = config.max_beam_elements;
+  limits.max_flexible_entries = config.max_flexible_entries;
+  // a session takes no more: a larger model is refused before its flexible bodies are built
+  limits.max_dofs = rt::kMaxCoordinates;
+  // a client must never make the server read its other files (or wait on a pipe)
+  limits.files_inside_base_directory = true;
+  return limits;
+}
+
+// A loader's message quotes the model text (names, values): kept to a size that fits a status.
+std::string clipped(std::string message) {
+  constexpr std::size_t kMaxMessageBytes = 1024;
+  if (message.size() <= kMaxMessageBytes) return message;
+  std::size_t cut = kMaxMessageBytes;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+  message.resize(cut);
+  return message + "…";
+}
+
 }  // namespace
 
 SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* events)
@@ -53,7 +76,8 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
   }
   for (const std::string& name : names) {
     try {
-      const Model model = hilsim::loadModel(name);
+      // the limits of a request: a model listed is a model CreateSession accepts
+      const Model model = hilsim::loadModel(name, modelLimits(config));
       v1::BundledModel* entry = bundled_.add_models();
       entry->set_name(name);
       entry->set_is_default(name == preferred);
@@ -73,6 +97,10 @@ SessionRegistry::~SessionRegistry() { closeAll(); }
 grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                                         std::shared_ptr<const Model>* model,
                                         std::string* name) const {
+  if (source.source_name().size() > kMaxNameBytes) {
+    return invalid("model.source_name: " + std::to_string(source.source_name().size()) +
+                   " bytes, allowed at most " + std::to_string(kMaxNameBytes));
+  }
   const std::string source_name = source.source_name().empty() ? "<request>" : source.source_name();
   if (source.floating_base() && source.source_case() != v1::ModelSource::kUrdf) {
     return invalid("model.floating_base applies only to a URDF source");
@@ -84,10 +112,11 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
         bool bundled = false;
         for (const v1::BundledModel& m : bundled_.models()) bundled |= m.name() == requested;
         if (!bundled) {
-          return {grpc::StatusCode::NOT_FOUND, "unknown bundled model '" + requested +
-                                                   "' (bundled: " + listNames(bundled_) + ")"};
+          return {grpc::StatusCode::NOT_FOUND,
+                  clipped("unknown bundled model '" + requested.substr(0, kMaxNameBytes) +
+                          "' (bundled: " + listNames(bundled_) + ")")};
         }
-        *model = std::make_shared<const Model>(hilsim::loadModel(requested));
+        *model = std::make_shared<const Model>(hilsim::loadModel(requested, modelLimits(config_)));
         *name = requested;
         return grpc::Status::OK;
       }
@@ -97,8 +126,8 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                          " bytes, this server accepts at most " +
                          std::to_string(config_.max_model_text_bytes));
         }
-        *model = std::make_shared<const Model>(
-            loadUrdfString(source.urdf(), source.floating_base(), source_name));
+        *model = std::make_shared<const Model>(loadUrdfString(
+            source.urdf(), source.floating_base(), source_name, modelLimits(config_)));
         *name = (*model)->name;
         return grpc::Status::OK;
       }
@@ -108,25 +137,9 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                          " bytes, this server accepts at most " +
                          std::to_string(config_.max_model_text_bytes));
         }
-        // A URDF wrapper may name only a file of the model directory: a client must never make
-        // the server read its other files.
-        try {
-          const YAML::Node root = YAML::Load(source.yaml());
-          if (root.IsMap() && root["urdf"]) {
-            const fs::path path(root["urdf"].Scalar());
-            const fs::path normal = path.lexically_normal();
-            if (path.is_absolute() || normal.empty() || *normal.begin() == ".." ||
-                model_directory_.empty()) {
-              return invalid("model.yaml: urdf '" + path.string() +
-                             "' is outside the server's model directory (name a bundled file, "
-                             "e.g. 'solo12.urdf')");
-            }
-          }
-        } catch (const YAML::Exception&) {
-          // Not YAML at all: the loader below says what is wrong with it.
-        }
-        *model = std::make_shared<const Model>(
-            loadYamlString(source.yaml(), model_directory_, source_name));
+        // a `urdf` or `flexible.file` it names must lie in the model directory (modelLimits)
+        *model = std::make_shared<const Model>(loadYamlString(
+            source.yaml(), model_directory_, source_name, modelLimits(config_)));
         *name = (*model)->name;
         return grpc::Status::OK;
       }
@@ -134,7 +147,7 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
         return invalid("model: no source (set bundled_name, urdf or yaml)");
     }
   } catch (const std::exception& e) {
-    return invalid(e.what());
+    return invalid(clipped(e.what()));
   }
   return invalid("model: unknown source");
 }
@@ -167,8 +180,11 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   std::shared_ptr<const Model> model;
   std::string model_name;
   if (!request.has_model()) return invalid("model: no source (set bundled_name, urdf or yaml)");
-  if (grpc::Status status = loadModel(request.model(), &model, &model_name); !status.ok()) {
-    return status;
+  {
+    std::lock_guard loading(load_mutex_);
+    if (grpc::Status status = loadModel(request.model(), &model, &model_name); !status.ok()) {
+      return status;
+    }
   }
   if (model->nq > rt::kMaxCoordinates || model->nv > rt::kMaxCoordinates) {
     return invalid("model '" + model_name + "': nq = " + std::to_string(model->nq) +
@@ -198,6 +214,7 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   } catch (const std::exception& e) {
     return invalid(e.what());
   }
+  entry.session->setMaxStepCycles(config_.max_step_cycles);  // before any transport sees it
   if (config_.udp_enabled) {
     try {
       entry.udp = openUdp(*entry.session, udp_port);

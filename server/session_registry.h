@@ -62,6 +62,9 @@ class SessionRegistry {
   rt::EventLogger* events_;
   v1::ListModelsResponse bundled_;
   std::string model_directory_;
+  // Models load one at a time: a model text costs up to ~0.3 s and ~130 MB to parse at the
+  // default limits, and concurrent requests must not multiply that.
+  mutable std::mutex load_mutex_;
   mutable std::mutex mutex_;
   std::map<std::uint64_t, Entry> sessions_;  // ids grow: creation order
   std::uint64_t next_id_ = 1;

@@ -15,6 +15,7 @@ std::string_view rejectionName(Rejection rejection) {
     case Rejection::kDuplicate: return "duplicate";
     case Rejection::kWrongSize: return "wrong_size";
     case Rejection::kNonFinite: return "non_finite";
+    case Rejection::kTooManySteps: return "too_many_steps";
     case Rejection::kInactive: return "inactive";
     case Rejection::kDropped: return "dropped";
   }
@@ -33,6 +34,7 @@ void TransportCounters::count(Rejection outcome) {
     case Rejection::kDuplicate: counter = &duplicate; break;
     case Rejection::kWrongSize: counter = &wrong_size; break;
     case Rejection::kNonFinite: counter = &non_finite; break;
+    case Rejection::kTooManySteps: counter = &too_many_steps; break;
     case Rejection::kInactive: counter = &inactive; break;
     case Rejection::kDropped: counter = &dropped; break;
   }
@@ -51,6 +53,7 @@ void TransportCounters::toProto(v1::TransportStats* out) const {
   out->set_duplicate(duplicate.load(r));
   out->set_wrong_size(wrong_size.load(r));
   out->set_non_finite(non_finite.load(r));
+  out->set_too_many_steps(too_many_steps.load(r));
   out->set_inactive(inactive.load(r));
   out->set_dropped(dropped.load(r));
   out->set_states_sent(states_sent.load(r));
@@ -60,8 +63,8 @@ void TransportCounters::toProto(v1::TransportStats* out) const {
 
 void TransportCounters::reset() {
   for (auto* c : {&received, &accepted, &oversize, &malformed, &unknown_session, &unauthenticated,
-                  &stale, &duplicate, &wrong_size, &non_finite, &inactive, &dropped, &states_sent,
-                  &states_skipped, &send_errors}) {
+                  &stale, &duplicate, &wrong_size, &non_finite, &too_many_steps, &inactive,
+                  &dropped, &states_sent, &states_skipped, &send_errors}) {
     c->store(0, std::memory_order_relaxed);
   }
 }

@@ -25,6 +25,7 @@ enum class Rejection : std::uint8_t {
   kDuplicate,       ///< sequence equal to it
   kWrongSize,       ///< tau neither empty nor nv values
   kNonFinite,       ///< a NaN or infinite torque
+  kTooManySteps,    ///< LOCKSTEP: steps above the server's limits.max_step_cycles
   kInactive,        ///< the session is STOPPED or FAULTED
   kDropped,         ///< the session's command channel is full
 };
@@ -44,6 +45,7 @@ struct TransportCounters {
   std::atomic<std::uint64_t> duplicate{0};
   std::atomic<std::uint64_t> wrong_size{0};
   std::atomic<std::uint64_t> non_finite{0};
+  std::atomic<std::uint64_t> too_many_steps{0};
   std::atomic<std::uint64_t> inactive{0};
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<std::uint64_t> states_sent{0};

@@ -208,6 +208,7 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
   transportRow(out, "duplicate", u.duplicate(), g.duplicate());
   transportRow(out, "wrong_size", u.wrong_size(), g.wrong_size());
   transportRow(out, "non_finite", u.non_finite(), g.non_finite());
+  transportRow(out, "too_many_steps", u.too_many_steps(), g.too_many_steps());
   transportRow(out, "inactive", u.inactive(), g.inactive());
   transportRow(out, "dropped", u.dropped(), g.dropped());
   transportRow(out, "states_sent", u.states_sent(), g.states_sent());

@@ -9,17 +9,43 @@
 
 namespace hilsim::io_detail {
 
-std::string readTextFile(const std::string& path) {
+std::string readTextFile(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ModelError("cannot open '" + path + "': is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelError("cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read at most one byte past the limit: a special file (a pipe, /dev/zero) has no size to ask.
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_bytes)
+      throw ModelError("'" + path + "': larger than the limit of " + std::to_string(max_bytes) +
+                       " bytes for a model file");
+  }
   if (in.bad()) throw ModelError("cannot read '" + path + "'");
-  return text.str();
+  return text;
 }
+
+std::string printable(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  for (std::size_t k = 0; k < text.size() && k < max_bytes; ++k) {
+    const unsigned char c = static_cast<unsigned char>(text[k]);
+    if (c < 0x20 || c == 0x7f) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
+std::string oneLine(std::string_view message) { return printable(message, 2048); }
 
 std::string directoryOf(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();

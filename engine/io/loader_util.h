@@ -1,15 +1,25 @@
 // Helpers shared by the model loaders (internal to engine/io; not part of the public API).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "engine/model/model.h"
 #include "engine/spatial/transform.h"
 
 namespace hilsim::io_detail {
 
-/// The whole content of a text file. Throws ModelError "cannot open 'path': reason".
-std::string readTextFile(const std::string& path);
+/// The whole content of a text file of at most `max_bytes` bytes. Throws ModelError
+/// "cannot open 'path': reason", or one naming the limit for a larger file (checked before reading).
+std::string readTextFile(const std::string& path, std::size_t max_bytes);
+
+/// Text of a model file quoted in a message: control bytes escaped as \xNN (a message is one
+/// line) and anything past `max_bytes` cut with "...", so that no content can shape a message.
+std::string printable(std::string_view text, std::size_t max_bytes = 80);
+
+/// A loader's final message: control bytes escaped as printable() does, at most 2 KiB.
+std::string oneLine(std::string_view message);
 
 /// Directory part of a path ("." when there is none).
 std::string directoryOf(const std::string& path);

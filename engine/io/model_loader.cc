@@ -61,9 +61,9 @@ std::vector<fs::path> searchDirectories() {
   return dirs;
 }
 
-Model loadFile(const std::string& path, const std::string& extension) {
-  if (extension == ".urdf") return loadUrdf(path);
-  return loadYaml(path);
+Model loadFile(const std::string& path, const std::string& extension, const ModelLimits& limits) {
+  if (extension == ".urdf") return loadUrdf(path, false, limits);
+  return loadYaml(path, limits);
 }
 
 }  // namespace
@@ -84,12 +84,12 @@ std::string bundledModelPath(const std::string& name) {
   return {};
 }
 
-Model loadModel(const std::string& path_or_name) {
+Model loadModel(const std::string& path_or_name, const ModelLimits& limits) {
   const std::string extension = lowercase(fs::path(path_or_name).extension().string());
   if (extension == ".urdf" || extension == ".yaml" || extension == ".yml")
-    return loadFile(path_or_name, extension);
+    return loadFile(path_or_name, extension, limits);
   if (const std::string path = bundledModelPath(path_or_name); !path.empty())
-    return loadFile(path, lowercase(fs::path(path).extension().string()));
+    return loadFile(path, lowercase(fs::path(path).extension().string()), limits);
 
   std::string names;
   for (const std::string& n : bundledNames()) names += (names.empty() ? "" : ", ") + n;

@@ -1,6 +1,8 @@
-// Loading models from files: URDF (urdfdom) and the native YAML format (docs/MODEL_FORMAT.md).
+// Loading models from files: URDF and the native YAML format (docs/MODEL_FORMAT.md).
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -8,25 +10,53 @@
 
 namespace hilsim {
 
+/// Bounds on the work one model text may ask of a loader. Model text is outside input (a file, or
+/// a client's CreateSession): each bound is checked before the allocation or the computation it
+/// guards, and exceeding one is a ModelError naming the limit. The defaults suit files on disk
+/// (10⁵-body chains load); hilsim-server passes tighter ones from its `limits` (docs/SERVER.md).
+/// Documented in docs/MODEL_FORMAT.md ("Limits").
+struct ModelLimits {
+  /// Bytes of one model file or text. The YAML reader also holds the text it reads with aliases
+  /// expanded (each use of an alias counts again) and its included files to this bound.
+  std::size_t max_text_bytes = std::size_t{256} << 20;
+  int max_bodies = 200'000;          ///< links (URDF) or bodies (YAML), welded ones included
+  int max_modes = 64;                ///< assumed modes of one flexible body
+  int max_beam_elements = 1000;      ///< finite elements of one generated beam
+  int max_flexible_entries = 4096;   ///< lumped masses or nodes of one flexible body
+  /// Degrees of freedom of the whole model (nv: joint DoFs plus modes), checked before the model
+  /// is built (the YAML reader: before each body's flexible data is read or generated, so it
+  /// bounds how many flexible bodies a model can ask for). No bound of its own by default;
+  /// hilsim-server passes 128.
+  int max_dofs = std::numeric_limits<int>::max();
+  /// YAML: a `urdf` or `flexible.file` must be a relative path that stays inside the base
+  /// directory (none at all when it is empty), so that a text never makes its reader open other
+  /// files (hilsim-server: its model directory).
+  bool files_inside_base_directory = false;
+};
+
 /// Loads a model from `path_or_name`: a path to a .urdf or .yaml/.yml file, or the name of a
 /// bundled model (see bundledModelNames()). Throws ModelError with one clear line naming the file
 /// and element on any problem (missing file, parse error, invalid inertia, unknown parent, cycle,
-/// duplicate name, NaN/Inf, unsupported joint type, ...). Never crashes on bad input.
-Model loadModel(const std::string& path_or_name);
+/// duplicate name, NaN/Inf, unsupported joint type, a limit exceeded, ...). Never crashes, leaks
+/// or writes to stderr on bad input.
+Model loadModel(const std::string& path_or_name, const ModelLimits& limits = {});
 
 /// Loads a URDF file. `floating_base` puts a free joint between the world and the root link.
-Model loadUrdf(const std::string& path, bool floating_base = false);
+Model loadUrdf(const std::string& path, bool floating_base = false,
+               const ModelLimits& limits = {});
 
-/// Parses URDF text (for tests); `source_name` is used in error messages.
+/// Parses URDF text; `source_name` is used in error messages.
 Model loadUrdfString(const std::string& urdf_xml, bool floating_base = false,
-                     const std::string& source_name = "<string>");
+                     const std::string& source_name = "<string>",
+                     const ModelLimits& limits = {});
 
 /// Loads a native YAML model file.
-Model loadYaml(const std::string& path);
+Model loadYaml(const std::string& path, const ModelLimits& limits = {});
 
 /// Parses YAML text; relative paths inside it resolve against `base_directory`.
 Model loadYamlString(const std::string& yaml_text, const std::string& base_directory = ".",
-                     const std::string& source_name = "<string>");
+                     const std::string& source_name = "<string>",
+                     const ModelLimits& limits = {});
 
 /// Names of the bundled models (config/models), default first.
 std::vector<std::string> bundledModelNames();

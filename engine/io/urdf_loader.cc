@@ -1,18 +1,19 @@
-// URDF → Model through urdfdom. urdfdom parses and checks the XML; this file checks what urdfdom
-// lets through (numbers, tree shape, inertias, axes) and maps each link/joint to a BodySpec.
-#include <console_bridge/console.h>
-#include <tinyxml.h>
-#include <urdf_parser/urdf_parser.h>
+// URDF → Model. The XML is parsed by tinyxml2; the URDF elements are read here, each number and
+// reference checked, and every error names the file, the line and the element. hilsim reads URDF
+// itself rather than through urdfdom: urdfdom 3.0 (Debian bookworm) formats text of the file as a
+// printf format string in its error paths and leaks the half-built tree of some invalid files, so
+// one request could abort the server (docs/MODEL_FORMAT.md, "How URDF is read").
+#include <tinyxml2.h>
 
 #include <Eigen/Geometry>
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <limits>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -25,192 +26,358 @@ namespace hilsim {
 
 namespace {
 
-using io_detail::rethrowBuildError;
+using tinyxml2::XMLDocument;
+using tinyxml2::XMLElement;
+using io_detail::printable;
 
 constexpr const char* kSupportedTypes = "revolute, continuous, prismatic, fixed, floating, planar";
 
-// Collects urdfdom's console_bridge errors while it parses: urdfdom reports every problem only
-// there, and a bad <inertial> does not even fail the parse. The handler is process-global, so
-// parses are serialised; console_bridge calls log() under its own lock.
-class ConsoleCapture : public console_bridge::OutputHandler {
- public:
-  ConsoleCapture() : lock_(mutex()) { console_bridge::useOutputHandler(this); }
-  ~ConsoleCapture() override { stop(); }
-  ConsoleCapture(const ConsoleCapture&) = delete;
-  ConsoleCapture& operator=(const ConsoleCapture&) = delete;
+std::string linkRef(std::string_view name) { return "link '" + printable(name) + "'"; }
+std::string jointRef(std::string_view name) { return "joint '" + printable(name) + "'"; }
 
-  void log(const std::string& text, console_bridge::LogLevel level, const char*, int) override {
-    if (level >= console_bridge::CONSOLE_BRIDGE_LOG_ERROR) errors_.push_back(text);
+// What tinyxml2's error codes mean, for the "malformed XML" message.
+std::string describeXmlError(tinyxml2::XMLError error) {
+  switch (error) {
+    case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: return "the document is empty";
+    case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT:
+      return "the element starting here is closed by another element's end tag";
+    case tinyxml2::XML_ERROR_PARSING_ELEMENT: return "an element is not closed or is malformed";
+    case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: return "an attribute is malformed";
+    case tinyxml2::XML_ERROR_PARSING_TEXT: return "text is malformed";
+    case tinyxml2::XML_ERROR_PARSING_CDATA: return "a CDATA section is malformed";
+    case tinyxml2::XML_ERROR_PARSING_COMMENT: return "a comment is not closed";
+    case tinyxml2::XML_ERROR_PARSING_DECLARATION: return "a declaration is malformed";
+    case tinyxml2::XML_ERROR_PARSING_UNKNOWN: return "a <! ... > construct is malformed";
+    case tinyxml2::XML_ELEMENT_DEPTH_EXCEEDED:
+      return "elements are nested more than " + std::to_string(TINYXML2_MAX_ELEMENT_DEPTH) +
+             " deep";
+    default: return "parse error";
   }
+}
 
-  /// Uninstalls the handler (so nothing writes errors_ any more) and returns the errors.
-  std::vector<std::string> finish() {
-    stop();
-    return std::move(errors_);
+// A URDF <link> as read from the file.
+struct LinkElement {
+  std::string name;
+  int line = 0;
+  Inertia inertia;  // in the link frame
+};
+
+// A URDF <joint> as read from the file.
+struct JointElement {
+  std::string name;
+  std::string type;
+  int line = 0;
+  std::string parent, child;
+  Transform origin;                  // X_PJ: the joint frame in the parent link frame
+  Vector3 axis = Vector3::UnitX();   // URDF's default
+  bool has_limit = false;
+  double lower = 0.0, upper = 0.0;   // URDF's defaults when <limit> omits them
+  double effort = 0.0, velocity = 0.0;
+  double damping = 0.0;
+};
+
+class UrdfReader {
+ public:
+  UrdfReader(std::string source, bool floating_base, const ModelLimits& limits)
+      : source_(std::move(source)), floating_base_(floating_base), limits_(limits) {}
+
+  Model read(const std::string& xml) {
+    if (xml.size() > limits_.max_text_bytes)
+      throw ModelError(source_ + ": " + std::to_string(xml.size()) +
+                       " bytes, larger than the limit of " +
+                       std::to_string(limits_.max_text_bytes) + " bytes for a model text");
+    XMLDocument document;
+    if (document.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
+      const int line = document.ErrorLineNum();
+      throw ModelError(source_ + (line > 0 ? ":" + std::to_string(line) : "") +
+                       ": malformed XML: " + describeXmlError(document.ErrorID()));
+    }
+    const XMLElement* robot = document.RootElement();
+    if (robot == nullptr || std::string_view(robot->Name()) != "robot")
+      fail(robot ? robot->GetLineNum() : 0, "", "the root element must be <robot>");
+    if (const char* name = robot->Attribute("name"); name && *name) name_ = name;
+    readElements(*robot);
+    const std::vector<int> order = treeOrder();
+    return convert(order);
   }
 
  private:
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  void stop() {
-    if (active_) console_bridge::restorePreviousOutputHandler();
-    active_ = false;
+  // --- errors ---
+
+  [[noreturn]] void fail(int line, const std::string& element, const std::string& what) const {
+    std::string message = source_;
+    if (line > 0) message += ":" + std::to_string(line);
+    message += ": ";
+    if (!element.empty()) message += element + ": ";
+    throw ModelError(message + what);
   }
 
-  std::lock_guard<std::mutex> lock_;
-  bool active_ = true;
-  std::vector<std::string> errors_;
-};
+  // --- numbers ---
 
-// The name in "<word> [name]" or "<word> 'name'" inside a urdfdom message (word matched with
-// either capitalisation of its first letter), or nullopt. Plain scanning, not std::regex: the
-// messages quote file content, and libstdc++'s regex recurses once per character.
-std::optional<std::string> findReference(const std::string& message, std::string word) {
-  for (int variant = 0; variant < 2; ++variant) {
-    word[0] = static_cast<char>(variant == 0 ? std::tolower(word[0]) : std::toupper(word[0]));
-    for (std::size_t at = message.find(word + " "); at != std::string::npos;
-         at = message.find(word + " ", at + 1)) {
-      const std::size_t open = at + word.size() + 1;
-      if (open >= message.size() || (message[open] != '[' && message[open] != '\'')) continue;
-      const char close = message[open] == '[' ? ']' : '\'';
-      const std::size_t end = message.find(close, open + 1);
-      if (end != std::string::npos) return message.substr(open + 1, end - open - 1);
+  // The whitespace-separated numbers of attribute `attribute` of `e`: exactly `count` finite
+  // numbers in the C locale, or an error naming the element and the attribute.
+  template <int N>
+  Eigen::Matrix<double, N, 1> numbers(const XMLElement& e, const char* attribute,
+                                      const std::string& owner) const {
+    const char* text = e.Attribute(attribute);
+    const std::string where = "<" + std::string(e.Name()) + " " + attribute + "=\"" +
+                              printable(text ? text : "") + "\">";
+    if (text == nullptr) fail(e.GetLineNum(), owner, "<" + std::string(e.Name()) + "> has no " +
+                                                         attribute + " attribute");
+    Eigen::Matrix<double, N, 1> out;
+    const std::string_view all(text);
+    std::size_t at = 0;
+    int count = 0;
+    while (true) {
+      while (at < all.size() && std::isspace(static_cast<unsigned char>(all[at]))) ++at;
+      if (at == all.size()) break;
+      std::size_t end = at;
+      while (end < all.size() && !std::isspace(static_cast<unsigned char>(all[end]))) ++end;
+      if (count == N)
+        fail(e.GetLineNum(), owner, where + ": expected " + std::to_string(N) + " number" +
+                                        (N > 1 ? "s" : "") + ", got more");
+      const std::string_view token = all.substr(at, end - at);
+      // from_chars takes no leading '+', which URDF writers do emit
+      std::string_view digits = token;
+      if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-') digits.remove_prefix(1);
+      double x = 0.0;
+      const auto [ptr, error] = std::from_chars(digits.data(), digits.data() + digits.size(), x);
+      if (error == std::errc::result_out_of_range)
+        fail(e.GetLineNum(), owner, where + ": '" + printable(token) + "' is out of range");
+      if (error != std::errc() || ptr != digits.data() + digits.size())
+        fail(e.GetLineNum(), owner, where + ": '" + printable(token) + "' is not a number");
+      if (!std::isfinite(x))
+        fail(e.GetLineNum(), owner, where + " contains a non-finite number (NaN or Inf)");
+      out(count++) = x;
+      at = end;
+    }
+    if (count != N)
+      fail(e.GetLineNum(), owner, where + ": expected " + std::to_string(N) + " number" +
+                                      (N > 1 ? "s" : "") + ", got " + std::to_string(count));
+    return out;
+  }
+
+  double number(const XMLElement& e, const char* attribute, const std::string& owner) const {
+    return numbers<1>(e, attribute, owner)(0);
+  }
+
+  std::optional<double> optionalNumber(const XMLElement& e, const char* attribute,
+                                       const std::string& owner) const {
+    if (e.Attribute(attribute) == nullptr) return std::nullopt;
+    return number(e, attribute, owner);
+  }
+
+  // <origin xyz="…" rpy="…">, both optional: R = Rz(yaw) Ry(pitch) Rx(roll), fixed axes.
+  Transform pose(const XMLElement* origin, const std::string& owner) const {
+    Transform x;
+    if (origin == nullptr) return x;
+    if (origin->Attribute("xyz")) x.translation = numbers<3>(*origin, "xyz", owner);
+    if (origin->Attribute("rpy")) {
+      const Vector3 rpy = numbers<3>(*origin, "rpy", owner);
+      x.rotation = io_detail::rotationFromRpy(rpy.x(), rpy.y(), rpy.z());
+    }
+    return x;
+  }
+
+  // --- elements ---
+
+  void readElements(const XMLElement& robot) {
+    int links = 0, joints = 0;
+    for (const XMLElement* e = robot.FirstChildElement(); e; e = e->NextSiblingElement()) {
+      const std::string_view tag = e->Name();
+      links += tag == "link";
+      joints += tag == "joint";
+    }
+    if (links > limits_.max_bodies || joints > limits_.max_bodies)
+      fail(robot.GetLineNum(), "", std::to_string(std::max(links, joints)) + " " +
+                                       (links >= joints ? "links" : "joints") +
+                                       ", more than the limit of " +
+                                       std::to_string(limits_.max_bodies));
+    if (links == 0) fail(robot.GetLineNum(), "", "<robot> has no <link>");
+    links_.reserve(links);
+    joints_.reserve(joints);
+    for (const XMLElement* e = robot.FirstChildElement(); e; e = e->NextSiblingElement()) {
+      const std::string_view tag = e->Name();
+      if (tag == "link") readLink(*e);
+      if (tag == "joint") readJoint(*e);
+      // <material>, <transmission>, <gazebo> and other extensions carry nothing the dynamics uses
     }
   }
-  return std::nullopt;
-}
 
-// One line out of urdfdom's messages: the first (root cause) error, with the element it names.
-std::string describeParseErrors(const std::vector<std::string>& errors) {
-  if (errors.empty()) return "urdfdom could not parse the file";
-  for (const std::string& e : errors) {
-    const std::size_t at = e.find("] has no known type [");
-    if (at == std::string::npos) continue;
-    const std::optional<std::string> joint = findReference(e, "joint");
-    const std::size_t type_end = e.find(']', at + 21);
-    if (!joint || type_end == std::string::npos) continue;
-    return "joint '" + *joint + "': unsupported joint type '" +
-           e.substr(at + 21, type_end - at - 21) + "' (supported: " + kSupportedTypes + ")";
+  std::string requiredName(const XMLElement& e) const {
+    const char* name = e.Attribute("name");
+    if (name == nullptr || *name == '\0')
+      fail(e.GetLineNum(), "", "<" + std::string(e.Name()) + "> without a name");
+    return name;
   }
-  std::string cause = errors.front();
-  if (cause.find("No root link found") != std::string::npos)
-    return "no root link: every link has a parent joint, so the links form a closed loop (closed "
-           "loops are not supported)";
-  for (const std::string prefix : {"Failed to build tree: ", "Failed to find root link: "}) {
-    if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
+
+  void readLink(const XMLElement& e) {
+    LinkElement link;
+    link.name = requiredName(e);
+    link.line = e.GetLineNum();
+    const std::string ref = linkRef(link.name);
+    if (const auto [it, inserted] = link_index_.emplace(link.name, links_.size()); !inserted)
+      fail(link.line, ref, "duplicate name (first defined at line " +
+                               std::to_string(links_[it->second].line) + ")");
+    // <visual> and <collision> are not read: the dynamics has no geometry
+    if (const XMLElement* inertial = e.FirstChildElement("inertial"))
+      link.inertia = readInertial(*inertial, ref);
+    links_.push_back(std::move(link));
   }
-  // drop urdfdom's long advice after the first sentence
-  if (const auto cut = cause.find(".  "); cut != std::string::npos) cause.resize(cut + 1);
-  for (const char* word : {"joint", "link"}) {
-    for (const std::string& e : errors) {
-      const std::optional<std::string> name = findReference(e, word);
-      if (!name) continue;
-      const std::string element = std::string(word) + " '" + *name + "'";
-      if (cause == element + " is not unique.") return element + ": duplicate name";
-      return element + ": " + cause;
+
+  // URDF gives the inertia about the centre of mass in the <inertial> frame (origin xyz/rpy in the
+  // link frame): in the link frame, com = xyz and I = R I' Rᵀ.
+  Inertia readInertial(const XMLElement& inertial, const std::string& ref) const {
+    const XMLElement* mass = inertial.FirstChildElement("mass");
+    if (mass == nullptr) fail(inertial.GetLineNum(), ref, "<inertial> has no <mass value=...>");
+    const double m = number(*mass, "value", ref);
+    if (m < 0.0) {
+      std::ostringstream what;
+      what << "<mass> " << m << " kg is negative";
+      fail(mass->GetLineNum(), ref, what.str());
     }
+    const XMLElement* moments = inertial.FirstChildElement("inertia");
+    if (moments == nullptr)
+      fail(inertial.GetLineNum(), ref, "<inertial> has no <inertia ixx=... iyy=... izz=...>");
+    double i[6];
+    const char* names[6] = {"ixx", "iyy", "izz", "ixy", "ixz", "iyz"};
+    for (int k = 0; k < 6; ++k) i[k] = number(*moments, names[k], ref);
+    Matrix3 about_com;
+    about_com << i[0], i[3], i[4], i[3], i[1], i[5], i[4], i[5], i[2];
+    const Transform x = pose(inertial.FirstChildElement("origin"), ref);
+    return Inertia(m, x.translation, x.rotation * about_com * x.rotation.transpose());
   }
-  // tinyxml's own messages ("Error reading end tag.") name no element
-  if (cause.rfind("Error", 0) == 0 || cause.rfind("Failed to read", 0) == 0)
-    return "malformed XML: " + cause;
-  return cause;
-}
 
-// True when the document has links and every one of them is some joint's child: the links then
-// form a closed loop with no root. urdfdom links its tree before it looks for the root, and the
-// loop of shared_ptr it has built by then is never freed, so this case is caught beforehand.
-bool everyLinkHasAParent(const std::string& xml) {
-  TiXmlDocument document;
-  document.Parse(xml.c_str());
-  const TiXmlElement* robot = document.Error() ? nullptr : document.FirstChildElement("robot");
-  if (robot == nullptr) return false;  // urdfdom reports it
-  std::set<std::string> links, children;
-  for (const TiXmlElement* e = robot->FirstChildElement("link"); e; e = e->NextSiblingElement("link"))
-    if (const char* name = e->Attribute("name")) links.insert(name);
-  for (const TiXmlElement* e = robot->FirstChildElement("joint"); e;
-       e = e->NextSiblingElement("joint")) {
-    const TiXmlElement* child = e->FirstChildElement("child");
-    if (const char* link = child ? child->Attribute("link") : nullptr) children.insert(link);
-  }
-  if (links.empty()) return false;
-  for (const std::string& link : links)
-    if (children.count(link) == 0) return false;
-  return true;
-}
-
-// Order in which <joint name="…"> elements first appear in the text. urdfdom keeps joints in a
-// name-sorted map; bodies are numbered in file order instead, as MuJoCo does, so that q follows
-// the order the author wrote.
-std::unordered_map<std::string, int> jointFileOrder(const std::string& xml) {
-  std::unordered_map<std::string, int> rank;
-  std::size_t at = 0;
-  while ((at = xml.find('<', at)) != std::string::npos) {
-    if (xml.compare(at, 4, "<!--") == 0) {
-      at = xml.find("-->", at + 4);
-      if (at == std::string::npos) break;
-      continue;
+  void readJoint(const XMLElement& e) {
+    JointElement joint;
+    joint.name = requiredName(e);
+    joint.line = e.GetLineNum();
+    const std::string ref = jointRef(joint.name);
+    if (const auto [it, inserted] = joint_index_.emplace(joint.name, joints_.size()); !inserted)
+      fail(joint.line, ref, "duplicate name (first defined at line " +
+                                std::to_string(joints_[it->second].line) + ")");
+    const char* type = e.Attribute("type");
+    if (type == nullptr) fail(joint.line, ref, "no type (supported: " + std::string(kSupportedTypes) + ")");
+    joint.type = type;
+    const bool axial = joint.type == "revolute" || joint.type == "continuous" ||
+                       joint.type == "prismatic" || joint.type == "planar";
+    if (!axial && joint.type != "fixed" && joint.type != "floating")
+      fail(joint.line, ref, "unsupported joint type '" + printable(joint.type) +
+                                "' (supported: " + kSupportedTypes + ")");
+    for (const char* end : {"parent", "child"}) {
+      const XMLElement* link = e.FirstChildElement(end);
+      const char* name = link ? link->Attribute("link") : nullptr;
+      if (name == nullptr || *name == '\0')
+        fail(joint.line, ref, "no <" + std::string(end) + " link=...>");
+      (std::string_view(end) == "parent" ? joint.parent : joint.child) = name;
     }
-    const std::size_t tag_end = xml.find('>', at);
-    if (tag_end == std::string::npos) break;
-    const bool is_joint = xml.compare(at, 6, "<joint") == 0 && at + 6 < xml.size() &&
-                          std::isspace(static_cast<unsigned char>(xml[at + 6]));
-    if (is_joint) {
-      // the name attribute: name="…" or name='…'
-      for (std::size_t n = xml.find("name", at); n != std::string::npos && n < tag_end;
-           n = xml.find("name", n + 4)) {
-        if (!std::isspace(static_cast<unsigned char>(xml[n - 1]))) continue;
-        std::size_t q = n + 4;
-        while (q < tag_end && std::isspace(static_cast<unsigned char>(xml[q]))) ++q;
-        if (q >= tag_end || xml[q] != '=') continue;
-        ++q;
-        while (q < tag_end && std::isspace(static_cast<unsigned char>(xml[q]))) ++q;
-        if (q >= tag_end || (xml[q] != '"' && xml[q] != '\'')) continue;
-        const std::size_t close = xml.find(xml[q], q + 1);
-        if (close == std::string::npos || close > tag_end) break;
-        rank.emplace(xml.substr(q + 1, close - q - 1), static_cast<int>(rank.size()));
-        break;
+    joint.origin = pose(e.FirstChildElement("origin"), ref);
+    if (axial) {
+      if (const XMLElement* axis = e.FirstChildElement("axis")) {
+        joint.axis = numbers<3>(*axis, "xyz", ref);
+        if (joint.axis.norm() < 1e-12)
+          fail(axis->GetLineNum(), ref, "<axis> must be a non-zero vector");
+        joint.axis.normalize();
       }
     }
-    at = tag_end + 1;
+    if (const XMLElement* limit = e.FirstChildElement("limit")) {
+      joint.has_limit = true;
+      joint.lower = optionalNumber(*limit, "lower", ref).value_or(0.0);
+      joint.upper = optionalNumber(*limit, "upper", ref).value_or(0.0);
+      joint.effort = number(*limit, "effort", ref);
+      joint.velocity = number(*limit, "velocity", ref);
+    } else if (joint.type == "revolute" || joint.type == "prismatic") {
+      fail(joint.line, ref, "a " + joint.type +
+                                " joint needs <limit lower upper effort velocity> (URDF requires "
+                                "limits for revolute and prismatic joints; continuous has none)");
+    }
+    if (const XMLElement* dynamics = e.FirstChildElement("dynamics")) {
+      joint.damping = optionalNumber(*dynamics, "damping", ref).value_or(0.0);
+      optionalNumber(*dynamics, "friction", ref);  // checked, not modelled
+    }
+    // <mimic>: the joint stays independent (docs/MODEL_FORMAT.md); <calibration> and
+    // <safety_controller> concern the real robot's drivers
+    joints_.push_back(std::move(joint));
   }
-  return rank;
-}
 
-bool finite(const urdf::Vector3& v) {
-  return std::isfinite(v.x) && std::isfinite(v.y) && std::isfinite(v.z);
-}
-bool finite(const urdf::Pose& p) {
-  const urdf::Rotation& r = p.rotation;
-  return finite(p.position) && std::isfinite(r.x) && std::isfinite(r.y) && std::isfinite(r.z) &&
-         std::isfinite(r.w);
-}
+  // --- topology ---
 
-Vector3 toEigen(const urdf::Vector3& v) { return Vector3(v.x, v.y, v.z); }
+  // Links from the root, depth first, children in file order. Checks that the links form one
+  // tree: a link with two parent joints, or links that never reach the root, are closed chains.
+  std::vector<int> treeOrder() {
+    std::vector<int> parent_joint(links_.size(), -1);
+    std::vector<std::vector<int>> children(links_.size());  // joints, in file order
+    for (int j = 0; j < static_cast<int>(joints_.size()); ++j) {
+      const JointElement& joint = joints_[j];
+      const auto parent = link_index_.find(joint.parent);
+      if (parent == link_index_.end())
+        fail(joint.line, jointRef(joint.name),
+             "parent link '" + printable(joint.parent) + "' does not exist");
+      const auto child = link_index_.find(joint.child);
+      if (child == link_index_.end())
+        fail(joint.line, jointRef(joint.name),
+             "child link '" + printable(joint.child) + "' does not exist");
+      if (parent->second == child->second)
+        fail(joint.line, jointRef(joint.name),
+             "link '" + printable(joint.child) + "' cannot be its own parent");
+      int& first = parent_joint[child->second];
+      if (first >= 0)
+        fail(joint.line, linkRef(joint.child),
+             "has two parent joints ('" + printable(joints_[first].name) + "' and '" +
+                 printable(joint.name) + "'): closed kinematic loops are not supported");
+      first = j;
+      children[parent->second].push_back(j);
+    }
+    root_ = -1;
+    for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
+      if (parent_joint[l] >= 0) continue;
+      if (root_ >= 0)
+        fail(links_[l].line, linkRef(links_[l].name),
+             "a second root link (no parent joint) besides '" + printable(links_[root_].name) +
+                 "': the links must form one tree");
+      root_ = l;
+    }
+    if (root_ < 0)
+      fail(0, "", "no root link: every link has a parent joint, so the links form a closed loop "
+                  "(closed loops are not supported)");
+    std::vector<int> order;
+    order.reserve(links_.size());
+    std::vector<int> stack = {root_};
+    while (!stack.empty()) {
+      const int link = stack.back();
+      stack.pop_back();
+      order.push_back(link);
+      for (auto j = children[link].rbegin(); j != children[link].rend(); ++j)
+        stack.push_back(link_index_.at(joints_[*j].child));
+    }
+    if (order.size() != links_.size()) {
+      std::vector<bool> reached(links_.size(), false);
+      for (int l : order) reached[l] = true;
+      for (int l = 0; l < static_cast<int>(links_.size()); ++l)
+        if (!reached[l])
+          fail(links_[l].line, linkRef(links_[l].name),
+               "is part of a kinematic loop that never reaches the root link '" +
+                   printable(links_[root_].name) + "' (closed loops are not supported)");
+    }
+    parent_joint_ = std::move(parent_joint);
+    return order;
+  }
 
-Transform toTransform(const urdf::Pose& pose) {
-  const urdf::Rotation& r = pose.rotation;
-  const Eigen::Quaterniond q(r.w, r.x, r.y, r.z);
-  return Transform(q.normalized().toRotationMatrix(), toEigen(pose.position));
-}
+  // --- conversion ---
 
-class UrdfConverter {
- public:
-  UrdfConverter(const urdf::ModelInterface& urdf, std::string source, bool floating_base,
-                const std::string& xml)
-      : urdf_(urdf),
-        source_(std::move(source)),
-        floating_base_(floating_base),
-        joint_rank_(jointFileOrder(xml)) {}
+  bool rootIsGround() const { return links_[root_].name == "world"; }
 
-  Model convert() {
-    checkNumbers();
-    const std::vector<std::string> order = treeOrder();
-    ModelBuilder builder(urdf_.getName().empty() ? "urdf" : urdf_.getName());
+  Model convert(const std::vector<int>& order) {
+    int dofs = floating_base_ && !rootIsGround() ? 6 : 0;
+    for (const JointElement& j : joints_)
+      dofs += j.type == "floating" ? 6 : j.type == "planar" ? 3 : j.type == "fixed" ? 0 : 1;
+    if (dofs > limits_.max_dofs)
+      fail(0, "", std::to_string(dofs) + " degrees of freedom, more than the limit of " +
+                      std::to_string(limits_.max_dofs));
+    ModelBuilder builder(name_);
     std::vector<BodySpec> specs;
     specs.reserve(order.size());
-    for (const std::string& link : order) {
+    for (int link : order) {
       if (std::optional<BodySpec> spec = bodySpec(link)) specs.push_back(std::move(*spec));
     }
     mergeWeldedInertias(order, specs);
@@ -218,118 +385,40 @@ class UrdfConverter {
     try {
       return builder.build();
     } catch (const ModelError& e) {
-      rethrowBuildError(e, source_, "link");
+      rethrowBuildError(e.what());
     }
   }
 
- private:
-  [[noreturn]] void fail(const std::string& element, const std::string& what) const {
-    throw ModelError(source_ + ": " + element + ": " + what);
-  }
-  static std::string linkRef(const std::string& name) { return "link '" + name + "'"; }
-  static std::string jointRef(const std::string& name) { return "joint '" + name + "'"; }
-
-  // urdfdom (3.0) rejects "nan" and "inf" in most places, but not all of its versions do, and
-  // some values are never parsed by it as doubles: check every number used.
-  void checkNumbers() const {
-    for (const auto& [name, link] : urdf_.links_) {
-      if (!link || !link->inertial) continue;
-      const urdf::Inertial& in = *link->inertial;
-      if (!finite(in.origin) || !std::isfinite(in.mass) || !std::isfinite(in.ixx) ||
-          !std::isfinite(in.iyy) || !std::isfinite(in.izz) || !std::isfinite(in.ixy) ||
-          !std::isfinite(in.ixz) || !std::isfinite(in.iyz))
-        fail(linkRef(name), "<inertial> contains a non-finite number (NaN or Inf)");
+  // The builder names bodies and joints; the file's links and joints have lines.
+  [[noreturn]] void rethrowBuildError(std::string message) const {
+    if (message.rfind("body '", 0) == 0) message = "link" + message.substr(4);
+    int line = 0;
+    for (const auto& [word, index, lines] :
+         {std::tuple{"link '", &link_index_, 0}, std::tuple{"joint '", &joint_index_, 1}}) {
+      if (message.rfind(word, 0) != 0) continue;
+      const std::size_t open = std::string_view(word).size();
+      for (std::size_t close = message.find('\'', open); close != std::string::npos && line == 0;
+           close = message.find('\'', close + 1)) {
+        const auto it = index->find(message.substr(open, close - open));
+        if (it != index->end()) line = lines == 0 ? links_[it->second].line : joints_[it->second].line;
+      }
     }
-    for (const auto& [name, joint] : urdf_.joints_) {
-      if (!joint) continue;
-      if (!finite(joint->parent_to_joint_origin_transform))
-        fail(jointRef(name), "<origin> contains a non-finite number (NaN or Inf)");
-      if (!finite(joint->axis)) fail(jointRef(name), "<axis> contains a non-finite number");
-      if (const auto& d = joint->dynamics;
-          d && !(std::isfinite(d->damping) && std::isfinite(d->friction)))
-        fail(jointRef(name), "<dynamics> contains a non-finite number (NaN or Inf)");
-      if (const auto& l = joint->limits;
-          l && !(std::isfinite(l->lower) && std::isfinite(l->upper) && std::isfinite(l->effort) &&
-                 std::isfinite(l->velocity)))
-        fail(jointRef(name), "<limit> contains a non-finite number (NaN or Inf)");
-    }
+    fail(line, "", message);
   }
 
-  // Links from the root, depth first, children in file order. Checks that the links form one
-  // tree: a link with two parent joints or a loop detached from the root is a closed chain.
-  std::vector<std::string> treeOrder() {
-    const urdf::LinkConstSharedPtr root = urdf_.getRoot();
-    if (!root) throw ModelError(source_ + ": no root link");
-    root_ = root->name;
-    for (const auto& [name, joint] : urdf_.joints_) {
-      const auto [it, inserted] = parent_joint_.emplace(joint->child_link_name, joint.get());
-      if (!inserted)
-        fail(linkRef(joint->child_link_name), "has two parent joints ('" + it->second->name +
-                                                  "' and '" + name +
-                                                  "'): closed kinematic loops are not supported");
-      children_[joint->parent_link_name].push_back(joint.get());
-    }
-    const auto rank = [this](const urdf::Joint* j) {
-      const auto it = joint_rank_.find(j->name);
-      return it == joint_rank_.end() ? std::numeric_limits<int>::max() : it->second;
-    };
-    for (auto& [parent, joints] : children_) {
-      std::stable_sort(
-          joints.begin(), joints.end(),
-          [&](const urdf::Joint* a, const urdf::Joint* b) { return rank(a) < rank(b); });
-    }
-    std::vector<std::string> order;
-    std::vector<std::string> stack = {root_};
-    while (!stack.empty()) {
-      const std::string link = stack.back();
-      stack.pop_back();
-      order.push_back(link);
-      const auto it = children_.find(link);
-      if (it == children_.end()) continue;
-      for (auto j = it->second.rbegin(); j != it->second.rend(); ++j)
-        stack.push_back((*j)->child_link_name);
-    }
-    if (order.size() != urdf_.links_.size()) {
-      const std::unordered_set<std::string> reached(order.begin(), order.end());
-      for (const auto& [name, link] : urdf_.links_)
-        if (!reached.count(name))
-          fail(linkRef(name), "is part of a kinematic loop that never reaches the root link '" +
-                                  root_ + "' (closed loops are not supported)");
-    }
-    return order;
-  }
-
-  bool rootIsGround() const { return root_ == "world"; }
-
-  // Link inertia in the link frame: URDF gives it about the centre of mass in the <inertial>
-  // frame, I_link = R I R^T with com = origin xyz.
-  Inertia linkInertia(const urdf::Link& link) const {
-    if (!link.inertial) return Inertia();
-    const urdf::Inertial& in = *link.inertial;
-    if (in.mass < 0.0) {
-      std::ostringstream what;
-      what << "<mass> " << in.mass << " kg is negative";
-      fail(linkRef(link.name), what.str());
-    }
-    Matrix3 i;
-    i << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
-    const Transform x = toTransform(in.origin);
-    return Inertia(in.mass, x.translation, x.rotation * i * x.rotation.transpose());
-  }
-
-  std::optional<BodySpec> bodySpec(const std::string& link_name) {
-    const urdf::LinkConstSharedPtr link = urdf_.getLink(link_name);
+  std::optional<BodySpec> bodySpec(int index) {
+    const LinkElement& link = links_[index];
     BodySpec b;
-    b.name = link_name;
-    b.inertia = linkInertia(*link);
-    if (link_name == root_) {
+    b.name = link.name;
+    b.inertia = link.inertia;
+    if (index == root_) {
       if (rootIsGround()) {
         // a root named "world" is the ground itself: its children attach to the builder's world
         if (b.inertia.mass != 0.0 || !b.inertia.inertia_com.isZero(0.0))
-          fail(linkRef(link_name),
+          fail(link.line, linkRef(link.name),
                "the root link 'world' is the ground and cannot have an inertia");
         if (floating_base_)
-          fail(linkRef(link_name),
+          fail(link.line, linkRef(link.name),
                "floating_base needs a root link other than 'world' (this URDF fixes its robot to "
                "the ground already)");
         return std::nullopt;
@@ -341,45 +430,32 @@ class UrdfConverter {
       }
       return b;
     }
-    if (link_name == "world")
-      fail(linkRef(link_name), "only the root link may be named 'world' (it is the ground)");
-    const urdf::Joint& j = *parent_joint_.at(link_name);
-    b.parent = (j.parent_link_name == root_ && rootIsGround()) ? "world" : j.parent_link_name;
+    if (link.name == "world")
+      fail(link.line, linkRef(link.name),
+           "only the root link may be named 'world' (it is the ground)");
+    const JointElement& j = joints_[parent_joint_[index]];
+    b.parent = (j.parent == links_[root_].name && rootIsGround()) ? "world" : j.parent;
     b.joint_name = j.name;
-    b.placement = toTransform(j.parent_to_joint_origin_transform);
-    const Vector3 axis = toEigen(j.axis);
-    const auto needAxis = [&]() {
-      if (axis.norm() < 1e-12) fail(jointRef(j.name), "<axis> must be a non-zero vector");
-      return axis.normalized();
-    };
-    switch (j.type) {
-      case urdf::Joint::REVOLUTE:
-      case urdf::Joint::CONTINUOUS:
-        b.joint = Joint::revolute(needAxis());
-        break;
-      case urdf::Joint::PRISMATIC:
-        b.joint = Joint::prismatic(needAxis());
-        break;
-      case urdf::Joint::PLANAR:
-        b.joint = Joint::planar(needAxis());
-        break;
-      case urdf::Joint::FLOATING:
-        b.joint = Joint::freeFlyer();
-        break;
-      case urdf::Joint::FIXED:
-        return b;
-      default:
-        fail(jointRef(j.name),
-             std::string("unsupported joint type (supported: ") + kSupportedTypes + ")");
+    b.placement = j.origin;
+    if (j.type == "revolute" || j.type == "continuous") {
+      b.joint = Joint::revolute(j.axis);
+    } else if (j.type == "prismatic") {
+      b.joint = Joint::prismatic(j.axis);
+    } else if (j.type == "planar") {
+      b.joint = Joint::planar(j.axis);
+    } else if (j.type == "floating") {
+      b.joint = Joint::freeFlyer();
+    } else {
+      return b;  // fixed: welded
     }
-    if (j.dynamics) b.properties.damping = j.dynamics->damping;
-    if (j.limits) {
-      if (j.type == urdf::Joint::REVOLUTE || j.type == urdf::Joint::PRISMATIC) {
-        b.properties.lower = j.limits->lower;
-        b.properties.upper = j.limits->upper;
+    b.properties.damping = j.damping;
+    if (j.has_limit) {
+      if (j.type == "revolute" || j.type == "prismatic") {
+        b.properties.lower = j.lower;
+        b.properties.upper = j.upper;
       }
-      b.properties.velocity = j.limits->velocity;
-      b.properties.effort = j.limits->effort;
+      b.properties.velocity = j.velocity;
+      b.properties.effort = j.effort;
     }
     return b;
   }
@@ -387,7 +463,7 @@ class UrdfConverter {
   // Moves the inertia of every welded (fixed-joint) link into the moving link it is welded to and
   // checks the composite body, which is what the dynamics sees: URDFs often carry placeholder
   // links with a tiny unphysical inertia (anymal_b's 1e-6 kg "base") welded to a real one.
-  void mergeWeldedInertias(const std::vector<std::string>& order, std::vector<BodySpec>& specs) {
+  void mergeWeldedInertias(const std::vector<int>& order, std::vector<BodySpec>& specs) const {
     std::unordered_map<std::string, std::size_t> spec_of;
     for (std::size_t k = 0; k < specs.size(); ++k) spec_of.emplace(specs[k].name, k);
     struct Host {
@@ -396,7 +472,8 @@ class UrdfConverter {
     };
     std::unordered_map<std::string, Host> host;
     std::unordered_map<std::string, std::vector<std::string>> welded;
-    for (const std::string& link : order) {
+    for (int index : order) {
+      const std::string& link = links_[index].name;
       const auto s = spec_of.find(link);
       if (s == spec_of.end()) {
         host[link] = Host{"", Transform()};  // the ground root
@@ -424,62 +501,39 @@ class UrdfConverter {
       std::string element = linkRef(b.name);
       if (const auto w = welded.find(b.name); w != welded.end()) {
         element += " (with welded links";
-        for (const std::string& name : w->second) element += " '" + name + "'";
+        for (const std::string& name : w->second) element += " '" + printable(name) + "'";
         element += ")";
       }
-      fail(element, why);
+      fail(links_[link_index_.at(b.name)].line, element, why);
     }
   }
 
-  const urdf::ModelInterface& urdf_;
   std::string source_;
   bool floating_base_;
-  std::unordered_map<std::string, int> joint_rank_;
-  std::string root_;
-  std::unordered_map<std::string, const urdf::Joint*> parent_joint_;
-  std::unordered_map<std::string, std::vector<const urdf::Joint*>> children_;
+  ModelLimits limits_;
+  std::string name_ = "urdf";
+  std::vector<LinkElement> links_;
+  std::vector<JointElement> joints_;
+  std::unordered_map<std::string, std::size_t> link_index_, joint_index_;
+  std::vector<int> parent_joint_;  // per link: the joint whose child it is, −1 for the root
+  int root_ = -1;
 };
 
 }  // namespace
 
 Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
-                     const std::string& source_name) {
+                     const std::string& source_name, const ModelLimits& limits) {
   try {
-    if (everyLinkHasAParent(urdf_xml))
-      throw ModelError(source_name + ": " + describeParseErrors({"No root link found."}));
-    urdf::ModelInterfaceSharedPtr urdf;
-    std::vector<std::string> errors;
-    {
-      ConsoleCapture capture;
-      urdf = urdf::parseURDF(urdf_xml);
-      errors = capture.finish();
-    }
-    // urdfdom links own their children through shared_ptr: a file with a kinematic loop leaves a
-    // reference cycle that would outlive the model. Cut the links' child lists when done.
-    struct CycleBreaker {
-      urdf::ModelInterfaceSharedPtr& model;
-      ~CycleBreaker() {
-        if (!model) return;
-        for (auto& [name, link] : model->links_) {
-          link->child_links.clear();
-          link->child_joints.clear();
-        }
-      }
-    } cycle_breaker{urdf};
-    if (!urdf || !errors.empty())
-      throw ModelError(source_name + ": " + describeParseErrors(errors));
-    return UrdfConverter(*urdf, source_name, floating_base, urdf_xml).convert();
-  } catch (const ModelError&) {
-    throw;
+    return UrdfReader(source_name, floating_base, limits).read(urdf_xml);
   } catch (const std::exception& e) {
-    throw ModelError(source_name + ": " + e.what());
-  } catch (...) {
-    throw ModelError(source_name + ": unknown error while reading the URDF");
+    // names quoted by the model builder are the file's text too
+    throw ModelError(io_detail::oneLine(e.what()));
   }
 }
 
-Model loadUrdf(const std::string& path, bool floating_base) {
-  return loadUrdfString(io_detail::readTextFile(path), floating_base, path);
+Model loadUrdf(const std::string& path, bool floating_base, const ModelLimits& limits) {
+  return loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes), floating_base, path,
+                        limits);
 }
 
 }  // namespace hilsim

@@ -1,9 +1,11 @@
 // Native YAML model format → Model (format reference: docs/MODEL_FORMAT.md). The reader is strict:
 // unknown keys, duplicate keys, wrong types and non-finite numbers are errors, each reported as
 // "<file>:<line>: <element>: <what>" so that a typo never silently changes the model.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <Eigen/Geometry>
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -71,6 +73,15 @@ std::string listOf(Keys keys) {
   return out;
 }
 
+// What yaml-cpp found wrong. Its parser recurses once per level of nesting and stops at a fixed
+// depth (500 levels in 0.7) with the unhelpful "bad file": say what it means.
+std::string yamlProblem(const YAML::Exception& e) {
+  if (const auto* deep = dynamic_cast<const YAML::DeepRecursion*>(&e))
+    return "lists and mappings nested deeper than " + std::to_string(deep->depth() - 1) +
+           " levels";
+  return e.msg;
+}
+
 // "body 'arm'" + "joint" → "body 'arm': joint"; "joint" + "axis" → "joint.axis".
 std::string childPath(const std::string& path, const std::string& key) {
   if (path.empty()) return key;
@@ -93,6 +104,15 @@ struct Mapping {
   const YAML::Node& at(const std::string& key) const { return values.at(key); }
 };
 
+// What one model read has consumed so far, shared with the readers of its included files.
+// yaml-cpp shares aliased nodes (`*a`), so a short text can name one big node many times: the
+// reader counts what it reads, each use of an alias again, so that its work stays bounded by the
+// limits however the text is written.
+struct ReadBudget {
+  std::size_t text_bytes = 0;  // scalars read and included files, against max_text_bytes
+  long long dofs = 0;          // joint DoFs and modes of the bodies read, against max_dofs
+};
+
 struct ParsedBody {
   BodySpec spec;
   YAML::Node node;
@@ -103,8 +123,12 @@ struct ParsedBody {
 
 class YamlModelReader {
  public:
-  YamlModelReader(std::string source, std::string base_directory)
-      : source_(std::move(source)), base_directory_(std::move(base_directory)) {}
+  YamlModelReader(std::string source, std::string base_directory, const ModelLimits& limits,
+                  ReadBudget& budget)
+      : source_(std::move(source)),
+        base_directory_(std::move(base_directory)),
+        limits_(limits),
+        budget_(budget) {}
 
   Model read(const YAML::Node& root) const {
     if (!root.IsDefined() || root.IsNull())
@@ -154,6 +178,54 @@ class YamlModelReader {
     throw ModelError(location(at) + ": " + (path.empty() ? "" : path + ": ") + what);
   }
 
+  // --- limits ---
+
+  // Counts `bytes` of text read (at least one per scalar, so that empty ones count too). Text
+  // without aliases or included files never reaches the bound: it was checked as a whole.
+  void chargeText(const YAML::Node& at, const std::string& path, std::size_t bytes) const {
+    budget_.text_bytes += std::max<std::size_t>(bytes, 1);
+    if (budget_.text_bytes > limits_.max_text_bytes)
+      fail(at, path,
+           "aliases and included files take the model beyond the limit of " +
+               std::to_string(limits_.max_text_bytes) + " bytes of text");
+  }
+
+  // Counts degrees of freedom before the data that needs them is read or generated.
+  void chargeDofs(const YAML::Node& at, const std::string& path, int dofs,
+                  const std::string& what) const {
+    budget_.dofs += dofs;
+    if (budget_.dofs > limits_.max_dofs)
+      fail(at, path,
+           what + " take the model to " + std::to_string(budget_.dofs) +
+               " degrees of freedom, above the limit of " + std::to_string(limits_.max_dofs));
+  }
+
+  // A file the text names: resolved against `directory`, and with files_inside_base_directory
+  // confined to it (a relative path that does not leave it).
+  std::filesystem::path namedFile(const YAML::Node& node, const std::string& path,
+                                  const std::string& directory) const {
+    const std::filesystem::path file = text(node, path);
+    if (limits_.files_inside_base_directory) {
+      const std::filesystem::path normal = file.lexically_normal();
+      if (file.is_absolute() || normal.empty() || *normal.begin() == ".." ||
+          base_directory_.empty())
+        fail(node, path,
+             "'" + file.string() +
+                 "' is outside the model directory (only a relative path inside it is allowed "
+                 "here)");
+    }
+    return file.is_relative() ? std::filesystem::path(directory) / file : file;
+  }
+
+  // A list of at most `limit` entries, checked before any is read.
+  void checkListSize(const YAML::Node& list, const std::string& path, int limit,
+                     const std::string& what) const {
+    if (list.size() > static_cast<std::size_t>(std::max(limit, 0)))
+      fail(list, path,
+           std::to_string(list.size()) + " " + what + " exceed the limit of " +
+               std::to_string(limit));
+  }
+
   // --- typed access ---
 
   Mapping mapping(const YAML::Node& node, const std::string& path, Keys allowed,
@@ -164,6 +236,7 @@ class YamlModelReader {
       const YAML::Node key_node = it->first;
       if (!key_node.IsScalar()) fail(key_node, path, "keys must be plain strings");
       const std::string key = key_node.Scalar();
+      chargeText(key_node, path, key.size());
       if (contains(reserved, key))
         fail(key_node, path,
              "key '" + key +
@@ -187,6 +260,7 @@ class YamlModelReader {
   double number(const YAML::Node& node, const std::string& path) const {
     if (!node.IsScalar()) fail(node, path, "expected a number");
     const std::string& s = node.Scalar();
+    chargeText(node, path, s.size());
     double x = 0.0;
     if (!YAML::convert<double>::decode(node, x)) {
       std::string lower;
@@ -214,6 +288,7 @@ class YamlModelReader {
 
   std::string text(const YAML::Node& node, const std::string& path) const {
     if (!node.IsScalar() || node.Scalar().empty()) fail(node, path, "expected a non-empty string");
+    chargeText(node, path, node.Scalar().size());
     return node.Scalar();
   }
 
@@ -221,6 +296,7 @@ class YamlModelReader {
     bool b = false;
     if (!node.IsScalar() || !YAML::convert<bool>::decode(node, b))
       fail(node, path, "expected true or false");
+    chargeText(node, path, node.Scalar().size());
     return b;
   }
 
@@ -234,12 +310,11 @@ class YamlModelReader {
 
   Model readUrdfWrapper(const Mapping& top) const {
     const YAML::Node& node = top.at("urdf");
-    std::filesystem::path path = text(node, "urdf");
-    if (path.is_relative()) path = std::filesystem::path(base_directory_) / path;
+    const std::filesystem::path path = namedFile(node, "urdf", base_directory_);
     const bool floating =
         top.has("floating_base") && boolean(top.at("floating_base"), "floating_base");
     try {
-      return loadUrdf(path.lexically_normal().string(), floating);
+      return loadUrdf(path.lexically_normal().string(), floating, limits_);
     } catch (const ModelError& e) {
       fail(node, "urdf", e.what());
     }
@@ -251,10 +326,19 @@ class YamlModelReader {
     const YAML::Node& list = top.at("bodies");
     if (!list.IsSequence()) fail(list, "bodies", "expected a list of bodies");
     if (list.size() == 0) fail(list, "bodies", "must list at least one body");
+    checkListSize(list, "bodies", limits_.max_bodies, "bodies");
     std::vector<ParsedBody> bodies;
     bodies.reserve(list.size());
-    for (std::size_t k = 0; k < list.size(); ++k)
+    std::unordered_map<std::string, std::size_t> first_of;
+    for (std::size_t k = 0; k < list.size(); ++k) {
       bodies.push_back(readBody(list[k], "bodies[" + std::to_string(k) + "]"));
+      // before the next body's flexible data is generated: a list of aliases of one body must
+      // not cost a beam each before its names are found to repeat
+      const ParsedBody& b = bodies.back();
+      if (const auto [it, ok] = first_of.emplace(b.spec.name, k); !ok)
+        fail(b.node, b.path,
+             "duplicate body name (first defined at " + location(bodies[it->second].node) + ")");
+    }
     checkTopology(bodies);
     for (const ParsedBody& b : bodies) {
       if (b.spec.flexible) continue;  // validated with its modal data
@@ -299,6 +383,10 @@ class YamlModelReader {
       b.spec.parent = text(b.parent_node, childPath(b.path, "parent"));
     }
     readJoint(required(m, "joint"), childPath(b.path, "joint"), b.spec);
+    if (b.spec.joint) {
+      chargeDofs(m.at("joint"), childPath(b.path, "joint"), b.spec.joint->nv(),
+                 "its joint's DoFs");
+    }
     if (m.has("placement"))
       b.spec.placement = readPlacement(m.at("placement"), childPath(b.path, "placement"));
     if (m.has("inertia")) {
@@ -348,32 +436,50 @@ class YamlModelReader {
     return out;
   }
 
-  int positiveInt(const YAML::Node& node, const std::string& path, int max) const {
+  // A whole number of 1 … `limit`; `what` names the limit in the message ("modes per flexible
+  // body").
+  int count(const YAML::Node& node, const std::string& path, int limit,
+            const std::string& what) const {
     const double x = number(node, path);
-    if (x != std::floor(x) || x < 1 || x > max)
-      fail(node, path, "expected an integer in 1 … " + std::to_string(max));
+    if (x != std::floor(x) || x < 1)
+      fail(node, path, "expected an integer >= 1, got " + formatNumber(x));
+    if (x > limit)
+      fail(node, path,
+           (x < 1e15 ? std::to_string(static_cast<long long>(x)) : formatNumber(x)) +
+               " is above the limit of " + std::to_string(limit) + " " + what);
     return static_cast<int>(x);
   }
 
+  // `included`: read from a `file`, which cannot include another (no chain, no cycle).
   FlexibleBody readFlexible(const YAML::Node& node, const std::string& path,
-                            const std::string& directory) const {
+                            const std::string& directory, bool included = false) const {
     const Mapping m = mapping(node, path, kFlexibleKeys);
     if (m.has("file")) {
+      if (included)
+        fail(m.at("file"), childPath(path, "file"),
+             "an included file holds the flexible data itself; it cannot include another");
       if (m.values.size() != 1)
         fail(m.at("file"), childPath(path, "file"), "'file' stands alone: the file holds the rest");
-      std::filesystem::path file = text(m.at("file"), childPath(path, "file"));
-      if (file.is_relative()) file = std::filesystem::path(directory) / file;
+      const std::filesystem::path file =
+          namedFile(m.at("file"), childPath(path, "file"), directory);
       YAML::Node included;
       try {
-        included = YAML::Load(io_detail::readTextFile(file.lexically_normal().string()));
+        const std::string content =
+            io_detail::readTextFile(file.lexically_normal().string(), limits_.max_text_bytes);
+        // before parsing: a model that includes a file many times pays for each
+        chargeText(m.at("file"), childPath(path, "file"), content.size());
+        included = YAML::Load(content);
       } catch (const ModelError& e) {
         fail(m.at("file"), childPath(path, "file"), e.what());
       } catch (const YAML::Exception& e) {
-        fail(m.at("file"), childPath(path, "file"), file.string() + ": malformed YAML: " + e.msg);
+        fail(m.at("file"), childPath(path, "file"),
+             file.string() + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) +
+                 ": malformed YAML: " + yamlProblem(e));
       }
       // errors inside the included file are reported against it
-      const YamlModelReader inner(file.lexically_normal().string(), file.parent_path().string());
-      return inner.readFlexible(included, "flexible", file.parent_path().string());
+      const YamlModelReader inner(file.lexically_normal().string(), file.parent_path().string(),
+                                  limits_, budget_);
+      return inner.readFlexible(included, "flexible", file.parent_path().string(), true);
     }
     const int sources = m.has("beam") + m.has("lumped_masses") + m.has("modal_integrals");
     if (sources != 1)
@@ -393,12 +499,18 @@ class YamlModelReader {
           fail(m.at(key), childPath(path, key), "a beam's modes, stiffness and nodes are generated");
       body = readBeam(m.at("beam"), childPath(path, "beam"), stiffening);
     } else {
-      const int n = positiveInt(required(m, "modes"), childPath(path, "modes"), 64);
+      const YAML::Node& modes = required(m, "modes");
+      const int n = count(modes, childPath(path, "modes"), limits_.max_modes,
+                          "modes per flexible body");
+      chargeDofs(modes, childPath(path, "modes"), n, "its modes");
       if (m.has("lumped_masses")) {
         const std::string lpath = childPath(path, "lumped_masses");
         const YAML::Node& list = m.at("lumped_masses");
         if (!list.IsSequence() || list.size() == 0) fail(list, lpath, "expected a list of masses");
+        checkListSize(list, lpath, limits_.max_flexible_entries,
+                      "lumped masses in one flexible body");
         std::vector<LumpedMassNode> lumped;
+        lumped.reserve(list.size());
         for (std::size_t k = 0; k < list.size(); ++k)
           lumped.push_back(readLumped(list[k], lpath + "[" + std::to_string(k) + "]", n));
         body = reduceLumpedMasses(lumped, n, stiffening);
@@ -413,6 +525,8 @@ class YamlModelReader {
         const std::string npath = childPath(path, "nodes");
         const YAML::Node& list = m.at("nodes");
         if (!list.IsSequence()) fail(list, npath, "expected a list of nodes");
+        checkListSize(list, npath, limits_.max_flexible_entries, "nodes in one flexible body");
+        body.nodes.reserve(list.size());
         for (std::size_t k = 0; k < list.size(); ++k)
           body.nodes.push_back(readNode(list[k], npath + "[" + std::to_string(k) + "]", n));
       }
@@ -435,9 +549,12 @@ class YamlModelReader {
     spec.density = number(required(m, "density"), childPath(path, "density"));
     spec.area = number(required(m, "area"), childPath(path, "area"));
     spec.length = number(required(m, "length"), childPath(path, "length"));
-    if (m.has("modes")) spec.modes = positiveInt(m.at("modes"), childPath(path, "modes"), 64);
+    if (m.has("modes"))
+      spec.modes = count(m.at("modes"), childPath(path, "modes"), limits_.max_modes,
+                         "modes per flexible body");
     if (m.has("elements"))
-      spec.elements = positiveInt(m.at("elements"), childPath(path, "elements"), 1000);
+      spec.elements = count(m.at("elements"), childPath(path, "elements"),
+                            limits_.max_beam_elements, "elements per beam");
     if (m.has("boundary")) {
       const std::string b = text(m.at("boundary"), childPath(path, "boundary"));
       if (b == "clamped_free") spec.boundary = BeamSpec::Boundary::kClampedFree;
@@ -455,8 +572,23 @@ class YamlModelReader {
     if (m.has("damping_ratio"))
       spec.damping_ratio = nonNegative(m.at("damping_ratio"), childPath(path, "damping_ratio"));
     spec.geometric_stiffening = stiffening;
+    // the defaults too (3 modes, 20 elements) must be within the limits
+    if (spec.modes > limits_.max_modes)
+      fail(node, path,
+           std::to_string(spec.modes) + " modes (the default) are above the limit of " +
+               std::to_string(limits_.max_modes) + " modes per flexible body");
+    if (spec.elements > limits_.max_beam_elements)
+      fail(node, path,
+           std::to_string(spec.elements) + " elements (the default) are above the limit of " +
+               std::to_string(limits_.max_beam_elements) + " elements per beam");
     if (const std::string why = spec.validate(); !why.empty()) fail(node, path, why);
-    return eulerBernoulliBeam(spec);
+    // the generator's cost grows as elements³ (a dense eigen-decomposition): counted first
+    chargeDofs(node, path, spec.modes, "its modes");
+    // identical beams (the same link used twice, or an alias) are generated once
+    for (const auto& [known, body] : beams_)
+      if (known == spec) return body;
+    beams_.emplace_back(spec, eulerBernoulliBeam(spec));
+    return beams_.back().second;
   }
 
   // A node's mode shapes: slope and translation (3 × n), second_order (3 × n², optional).
@@ -658,30 +790,40 @@ class YamlModelReader {
 
   std::string source_;
   std::string base_directory_;
+  ModelLimits limits_;
+  mutable std::vector<std::pair<BeamSpec, FlexibleBody>> beams_;  // generated so far
+  ReadBudget& budget_;
 };
 
 }  // namespace
 
 Model loadYamlString(const std::string& yaml_text, const std::string& base_directory,
-                     const std::string& source_name) {
+                     const std::string& source_name, const ModelLimits& limits) {
   try {
+    if (yaml_text.size() > limits.max_text_bytes)
+      throw ModelError(source_name + ": " + std::to_string(yaml_text.size()) +
+                       " bytes, larger than the limit of " +
+                       std::to_string(limits.max_text_bytes) + " bytes for a model text");
     const YAML::Node root = YAML::Load(yaml_text);
-    return YamlModelReader(source_name, base_directory).read(root);
-  } catch (const ModelError&) {
-    throw;
+    ReadBudget budget;
+    return YamlModelReader(source_name, base_directory, limits, budget).read(root);
+  } catch (const ModelError& e) {
+    // messages quote the file's names and values: keep each one line
+    throw ModelError(io_detail::oneLine(e.what()));
   } catch (const YAML::Exception& e) {
     const std::string where =
         e.mark.is_null() ? source_name : source_name + ":" + std::to_string(e.mark.line + 1);
-    throw ModelError(where + ": malformed YAML: " + e.msg);
+    throw ModelError(io_detail::oneLine(where + ": malformed YAML: " + yamlProblem(e)));
   } catch (const std::exception& e) {
-    throw ModelError(source_name + ": " + e.what());
+    throw ModelError(io_detail::oneLine(source_name + ": " + e.what()));
   } catch (...) {
     throw ModelError(source_name + ": unknown error while reading the YAML model");
   }
 }
 
-Model loadYaml(const std::string& path) {
-  return loadYamlString(io_detail::readTextFile(path), io_detail::directoryOf(path), path);
+Model loadYaml(const std::string& path, const ModelLimits& limits) {
+  return loadYamlString(io_detail::readTextFile(path, limits.max_text_bytes),
+                        io_detail::directoryOf(path), path, limits);
 }
 
 }  // namespace hilsim

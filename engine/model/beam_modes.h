@@ -33,6 +33,8 @@ struct BeamSpec {
   double damping_ratio = 0.0;   ///< modal damping ratio ζ of every mode (C = diag(2ζω))
   bool geometric_stiffening = true;
 
+  bool operator==(const BeamSpec&) const = default;
+
   /// Empty when the numbers are usable (positive, finite, enough elements for the modes);
   /// otherwise why not.
   std::string validate() const;

@@ -852,6 +852,40 @@ TEST_F(CliTest, EveryBadInputClassGivesOneLineAndNonZeroExit) {
   EXPECT_FALSE(fs::exists(out)) << "a failed eval must not leave an output file";
 }
 
+// URDF text is outside input: printf directives in an attribute (which once aborted the process
+// inside urdfdom) and a tree with two parents and an orphan are one-line errors, through a file and
+// through a YAML wrapper.
+TEST_F(CliTest, HostileUrdfTextIsOneLineErrorWithExitCode1) {
+  std::string iiwa;
+  {
+    std::ifstream in(HILSIM_MODEL_DIR "/iiwa14.urdf");
+    std::ostringstream text;
+    text << in.rdbuf();
+    iiwa = text.str();
+  }
+  const std::size_t origin = iiwa.find("xyz=\"", iiwa.find("<joint"));
+  ASSERT_NE(origin, std::string::npos);
+  const std::size_t close = iiwa.find('"', origin + 5);
+  writeFile(path("format.urdf"), iiwa.substr(0, origin + 5) + "0 0 0%1$s%2$n%p" + iiwa.substr(close));
+  writeFile(path("wrapper.yaml"), "urdf: format.urdf\nfloating_base: true\n");
+  writeFile(path("two_parents.urdf"),
+            "<robot name='r'><link name='a'/><link name='b'/><link name='orphan'/>"
+            "<joint name='j1' type='fixed'><parent link='a'/><child link='b'/></joint>"
+            "<joint name='j2' type='fixed'><parent link='a'/><child link='b'/></joint></robot>");
+  for (const auto& [file, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"format.urdf", "'0%1$s%2$n%p' is not a number"},
+           {"wrapper.yaml", "'0%1$s%2$n%p' is not a number"},
+           {"two_parents.urdf", "two parent joints"}}) {
+    SCOPED_TRACE(file);
+    const RunResult r = runExe({"info", "--model", path(file).string()});
+    EXPECT_TRUE(isOneLineError(r));
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(CliTest, RtProbeMeasuresBothLoopsAndPrintsJson) {
   // 0.3 s per phase at 1 kHz: the report's structure and counts, not the host's jitter
   const RunResult r = runExe({"rt-probe", "--rate", "1000", "--duration", "0.3", "--model",

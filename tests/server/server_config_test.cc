@@ -4,6 +4,7 @@
 #include "server/server_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -99,7 +100,13 @@ TEST_F(ServerConfigTest, ShippedFileHasTheDocumentedValues) {
   EXPECT_EQ(c.max_substeps, 1000);
   EXPECT_EQ(c.max_fifo_priority, 90);
   EXPECT_TRUE(c.allowed_cpus.empty());
-  EXPECT_EQ(c.max_model_text_bytes, 4u << 20);
+  EXPECT_EQ(c.max_model_text_bytes, 512u << 10);
+  EXPECT_EQ(c.max_model_bodies, 2000);
+  EXPECT_EQ(c.max_model_modes, 32);
+  EXPECT_EQ(c.max_beam_elements, 100);
+  EXPECT_EQ(c.max_flexible_entries, 512);
+  EXPECT_EQ(c.max_step_cycles, 10000u);
+  EXPECT_EQ(c.max_stream_readers, 16);
   EXPECT_TRUE(c.model_directory.empty());
   EXPECT_EQ(c.default_model, "iiwa14");
 
@@ -169,6 +176,13 @@ TEST_F(ServerConfigTest, AbsentKeysTakeTheDefaults) {
     EXPECT_EQ(c.max_substeps, defaults.max_substeps);
     EXPECT_EQ(c.max_fifo_priority, defaults.max_fifo_priority);
     EXPECT_EQ(c.max_model_text_bytes, defaults.max_model_text_bytes);
+    EXPECT_EQ(c.max_model_bodies, defaults.max_model_bodies);
+    EXPECT_EQ(c.max_model_modes, defaults.max_model_modes);
+    EXPECT_EQ(c.max_beam_elements, defaults.max_beam_elements);
+    EXPECT_EQ(c.max_flexible_entries, defaults.max_flexible_entries);
+    EXPECT_EQ(c.max_step_cycles, defaults.max_step_cycles);
+    EXPECT_EQ(c.max_step_cycles, kDefaultMaxStepCycles);
+    EXPECT_EQ(c.max_stream_readers, defaults.max_stream_readers);
     EXPECT_TRUE(c.default_model.empty());
     EXPECT_TRUE(c.startup_sessions.empty());
     EXPECT_EQ(c.log_level, "info");
@@ -228,6 +242,12 @@ limits:
   max_fifo_priority: 80
   allowed_cpus: [2, 3]
   max_model_text_bytes: 65536
+  max_model_bodies: 300
+  max_model_modes: 12
+  max_beam_elements: 40
+  max_flexible_entries: 64
+  max_step_cycles: 4294967295
+  max_stream_readers: 2
 models:
   directory: models
   default: arm7
@@ -268,6 +288,12 @@ log: {level: debug, format: json}
   EXPECT_EQ(c.max_fifo_priority, 80);
   EXPECT_EQ(c.allowed_cpus, (std::vector<int>{2, 3}));
   EXPECT_EQ(c.max_model_text_bytes, 65536u);
+  EXPECT_EQ(c.max_model_bodies, 300);
+  EXPECT_EQ(c.max_model_modes, 12);
+  EXPECT_EQ(c.max_beam_elements, 40);
+  EXPECT_EQ(c.max_flexible_entries, 64);
+  EXPECT_EQ(c.max_step_cycles, 4294967295u);
+  EXPECT_EQ(c.max_stream_readers, 2);
   EXPECT_EQ(c.model_directory, models.string());
   EXPECT_EQ(c.default_model, "arm7");
 
@@ -435,6 +461,24 @@ TEST_F(ServerConfigTest, OutOfRangeValuesAreErrors) {
   expectError("limits: {max_sessions: 0}\n", "limits.max_sessions");
   expectError("limits: {max_fifo_priority: 100}\n", "limits.max_fifo_priority");
   expectError("limits: {allowed_cpus: [1, 1]}\n", "limits.allowed_cpus[1]", "twice");
+  // the request limits: never looser than the model loaders' own, never 0
+  expectError("limits: {max_model_text_bytes: 1023}\n", "limits.max_model_text_bytes",
+              "1024 to 268435456");
+  expectError("limits: {max_model_bodies: 0}\n", "limits.max_model_bodies", "1 to 200000");
+  expectError("limits: {max_model_bodies: 200001}\n", "limits.max_model_bodies");
+  expectError("limits: {max_model_modes: 0}\n", "limits.max_model_modes", "1 to 64");
+  expectError("limits: {max_model_modes: 65}\n", "limits.max_model_modes");
+  expectError("limits: {max_beam_elements: 1}\n", "limits.max_beam_elements", "2 to 1000");
+  expectError("limits: {max_beam_elements: 1001}\n", "limits.max_beam_elements");
+  expectError("limits: {max_flexible_entries: 0}\n", "limits.max_flexible_entries",
+              "1 to 4096");
+  expectError("limits: {max_flexible_entries: 4097}\n", "limits.max_flexible_entries");
+  expectError("limits: {max_step_cycles: 0}\n", "limits.max_step_cycles", "1 to 4294967295");
+  expectError("limits: {max_step_cycles: 4294967296}\n", "limits.max_step_cycles");
+  expectError("limits: {max_step_cycles: 1.5}\n", "limits.max_step_cycles", "not an integer");
+  expectError("limits: {max_step_cycles: \"100\"}\n", "limits.max_step_cycles", "quoted");
+  expectError("limits: {max_stream_readers: 0}\n", "limits.max_stream_readers", "1 to 1024");
+  expectError("limits: {max_stream_readers: 1025}\n", "limits.max_stream_readers");
   // non-finite numbers, in every spelling YAML or C have for them
   for (const std::string value : {".nan", "nan", ".inf", "-.inf", "inf", "1e999"}) {
     expectError("session_defaults: {watchdog: {damping_gain: " + value + "}}\n",
@@ -492,6 +536,16 @@ TEST_F(ServerConfigTest, SecurityMistakesAreErrors) {
   expectError("security: {access_token: \"a b\"}\n", "security.access_token", "visible ASCII");
   expectError("security: {access_token: x, access_token_file: a.pem}\n",
               "security.access_token_file", "not both");
+  // files that never end or never open: refused by kind and size, before any large read
+  expectError("security: {access_token_file: /dev/zero}\n", "security.access_token_file",
+              "is not a regular file");
+  const fs::path fifo = dir_ / "token.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expectError("security: {access_token_file: token.fifo}\n", "security.access_token_file",
+              "is not a regular file");
+  write("huge-token", std::string((1 << 20) + 1, 'x'));
+  expectError("security: {access_token_file: huge-token}\n", "security.access_token_file",
+              "larger than 1048576 bytes");
   if (::geteuid() != 0) {  // root reads any file
     const fs::path locked = write("locked.key", kKeyPem);
     fs::permissions(locked, fs::perms::none);
@@ -536,6 +590,14 @@ TEST_F(ServerConfigTest, UnreadableFileIsAnError) {
         << e.what();
   }
   EXPECT_THROW(loadServerConfig(dir_.string()), ConfigError);
+  try {
+    loadServerConfig("/dev/zero");
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: cannot read: is not a regular file"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -339,6 +339,183 @@ TEST_F(ServerTest, ControlStreamRejectsBadCommandsWithInvalidArgument) {
   EXPECT_EQ(s.state(), v1::SESSION_STATE_RUNNING);  // untouched
 }
 
+// Bounded work per request: a Step call or a Control-stream command asking for more cycles than
+// limits.max_step_cycles is refused, naming the limit, and the session serves on.
+TEST_F(ServerTest, StepsAboveTheLimitAreRefusedAndTheSessionServesOn) {
+  const std::uint32_t limit = ServerConfig{}.max_step_cycles;
+  ASSERT_EQ(limit, 10000u);
+  const v1::SessionInfo info = createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);
+  const std::uint64_t id = info.session_id();
+  ASSERT_TRUE(start(id).ok());
+  v1::Command step;
+  step.set_session_id(id);
+  step.set_sequence(1);
+  step.add_tau(0.0);
+  v1::State state;
+  for (const std::uint32_t steps : {4'000'000'000u, limit + 1}) {
+    step.set_steps(steps);
+    const auto started = std::chrono::steady_clock::now();
+    const grpc::Status status = stub_->Step(context().get(), step, &state);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("steps = " + std::to_string(steps)), std::string::npos)
+        << status.error_message();
+    EXPECT_NE(status.error_message().find("at most 10000 cycles per command "
+                                          "(limits.max_step_cycles)"),
+              std::string::npos)
+        << status.error_message();
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  }
+  step.clear_tau();  // a sync that asks for cycles: the same limit
+  step.set_steps(limit + 1);
+  EXPECT_EQ(stub_->Step(context().get(), step, &state).error_code(), StatusCode::INVALID_ARGUMENT);
+  // nothing ran; the session serves on, up to the limit
+  v1::SessionInfo now;
+  v1::SessionRequest which;
+  which.set_session_id(id);
+  ASSERT_TRUE(stub_->GetSession(context().get(), which, &now).ok());
+  EXPECT_EQ(now.latest_state().cycle(), 0u);
+  EXPECT_EQ(now.state(), v1::SESSION_STATE_RUNNING);
+  step.add_tau(0.0);
+  step.set_steps(limit);
+  grpc::Status status = stub_->Step(context(30).get(), step, &state);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(state.cycle(), limit);
+
+  // The Control stream: the same rule ends the stream with INVALID_ARGUMENT.
+  {
+    auto call = context();
+    auto stream = stub_->Control(call.get());
+    v1::Command command;
+    command.set_session_id(id);
+    command.set_sequence(1);
+    ASSERT_TRUE(stream->Write(command));  // sync: binds the stream
+    ASSERT_TRUE(stream->Read(&state));
+    command.set_sequence(2);
+    command.add_tau(0.0);
+    command.set_steps(limit + 1);
+    stream->Write(command);
+    while (stream->Read(&state)) {
+    }
+    status = stream->Finish();
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("limits.max_step_cycles"), std::string::npos)
+        << status.error_message();
+  }
+  {
+    // a new stream is served: a step request of 3 cycles is answered after them
+    auto call = context();
+    auto stream = stub_->Control(call.get());
+    v1::Command command;
+    command.set_session_id(id);
+    command.set_sequence(1);
+    ASSERT_TRUE(stream->Write(command));
+    ASSERT_TRUE(stream->Read(&state));
+    EXPECT_EQ(state.cycle(), limit);
+    command.set_sequence(2);
+    command.set_steps(3);
+    ASSERT_TRUE(stream->Write(command));
+    ASSERT_TRUE(stream->Read(&state));
+    EXPECT_EQ(state.cycle(), limit + 3);
+    stream->WritesDone();
+    while (stream->Read(&state)) {
+    }
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  const v1::SessionStats s = stats(id);
+  EXPECT_EQ(s.grpc().too_many_steps(), 4u);
+  EXPECT_EQ(s.grpc().received(), s.grpc().accepted() + s.grpc().too_many_steps());
+  EXPECT_EQ(s.state(), v1::SESSION_STATE_RUNNING);
+
+  // REALTIME ignores steps: any value is accepted.
+  const v1::SessionInfo realtime = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  ASSERT_TRUE(start(realtime.session_id()).ok());
+  auto call = context();
+  auto stream = stub_->Control(call.get());
+  v1::Command command;
+  command.set_session_id(realtime.session_id());
+  command.set_sequence(1);
+  command.add_tau(0.0);
+  command.set_steps(4'000'000'000u);
+  ASSERT_TRUE(stream->Write(command));
+  ASSERT_TRUE(stream->Read(&state));
+  call->TryCancel();
+  while (stream->Read(&state)) {
+  }
+  stream->Finish();
+  EXPECT_EQ(stats(realtime.session_id()).grpc().too_many_steps(), 0u);
+}
+
+// Bounded work per request: a model text above one of the server's limits is refused before the
+// work it would cost, with a message naming the limit; the server serves on.
+TEST_F(ServerTest, ModelsAboveTheLimitsAreRefusedNamingTheLimit) {
+  const auto refused = [&](const std::string& yaml, const std::string& part) {
+    v1::CreateSessionRequest request;
+    request.mutable_model()->set_yaml(yaml);
+    v1::CreateSessionResponse response;
+    const grpc::Status status = create(request, &response);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << yaml.substr(0, 200);
+    EXPECT_NE(status.error_message().find(part), std::string::npos) << status.error_message();
+    EXPECT_LE(status.error_message().size(), 1100u);
+  };
+  const std::string beam =
+      "bodies:\n"
+      "  - name: link\n"
+      "    joint: {type: revolute, axis: [0, 0, 1]}\n"
+      "    flexible: {beam: {youngs_modulus: 70.0e9, area_moment: 1.0e-8, density: 2700,\n"
+      "                      area: 4.0e-4, length: 1.0, modes: MODES, elements: ELEMENTS}}\n";
+  const auto withBeam = [&](const std::string& modes, const std::string& elements) {
+    std::string text = beam;
+    text.replace(text.find("MODES"), 5, modes);
+    text.replace(text.find("ELEMENTS"), 8, elements);
+    return text;
+  };
+  refused(withBeam("2", "101"), "101 is above the limit of 100 elements per beam");
+  refused(withBeam("33", "100"), "33 is above the limit of 32 modes per flexible body");
+  // 2001 bodies, all one alias
+  std::string bodies = "bodies: [&b {name: a, joint: {type: fixed}}";
+  for (int k = 1; k < 2001; ++k) bodies += ",*b";
+  refused(bodies + "]\n", "2001 bodies exceed the limit of 2000");
+  // the same beam on 100 bodies: the model reaches 128 degrees of freedom before the 43rd beam
+  std::string chain = withBeam("2", "100");
+  chain.replace(chain.find("flexible: {"), 11, "flexible: &f {");
+  std::string parent = "link";
+  for (int k = 1; k < 100; ++k) {
+    std::string name = "l";  // (not "l" + …: GCC 12 warns falsely, -Wrestrict)
+    name += std::to_string(k);
+    chain += "  - {name: " + name + ", parent: " + parent +
+             ", parent_node: tip, joint: {type: revolute, axis: [0, 0, 1]}, flexible: *f}\n";
+    parent = name;
+  }
+  refused(chain, "above the limit of 128");
+  refused("bodies: " + std::string(100'000, '[') + std::string(100'000, ']') + "\n",
+          "nested deeper than 499 levels");
+  refused(std::string(512 << 10, '#') + "\n", "this server accepts at most 524288");
+  refused("bodies:\n  - {name: a, joint: {type: revolute, axis: [0, 0, 1]}, flexible: "
+          "{file: /dev/zero}}\n",
+          "body 'a': flexible.file: '/dev/zero' is outside the model directory");
+  refused("bodies:\n  - {name: a, joint: {type: revolute, axis: [0, 0, 1]}, flexible: "
+          "{file: ../../x.yaml}}\n",
+          "'../../x.yaml' is outside the model directory");
+  {
+    v1::CreateSessionRequest request;
+    request.mutable_model()->set_bundled_name("pendulum");
+    request.mutable_config()->set_name(std::string(257, 'n'));
+    v1::CreateSessionResponse response;
+    const grpc::Status status = create(request, &response);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("config.name: 257 bytes, allowed at most 256"),
+              std::string::npos)
+        << status.error_message();
+  }
+  // within the limits: served
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_yaml(withBeam("32", "100"));
+  v1::CreateSessionResponse response;
+  const grpc::Status status = create(request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 33u);
+}
+
 // The controller goes silent: after missed_cycles_limit cycles the watchdog applies its policy.
 TEST_F(ServerTest, WatchdogTripsWhenTheControllerGoesSilent) {
   v1::CreateSessionRequest request;
@@ -430,6 +607,66 @@ TEST_F(ServerTest, TwoSessionsAndTenSubscribers) {
   const v1::SessionStats other = stats(a.session_id());
   EXPECT_EQ(other.state(), v1::SESSION_STATE_RUNNING);
   EXPECT_GT(other.cycles(), 800u);
+}
+
+// Every StreamStates reader costs the session's publisher a state per cycle: beyond
+// limits.max_stream_readers a session's next reader is refused with RESOURCE_EXHAUSTED, and a
+// reader that ends makes room at once.
+TEST_F(ServerTest, StreamStatesReadersAreBoundedPerSession) {
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.max_stream_readers = 2;
+  startServer(config);
+  const v1::SessionInfo a = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  const v1::SessionInfo b = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
+  const auto open = [&](std::uint64_t id, std::unique_ptr<grpc::ClientContext>& call) {
+    call = context();
+    v1::StreamStatesRequest request;
+    request.set_session_id(id);
+    return stub_->StreamStates(call.get(), request);
+  };
+  std::unique_ptr<grpc::ClientContext> c1, c2, c3, c4;
+  v1::State state;
+  auto r1 = open(a.session_id(), c1);
+  ASSERT_TRUE(r1->Read(&state));  // the state on opening: the stream is served
+  auto r2 = open(a.session_id(), c2);
+  ASSERT_TRUE(r2->Read(&state));
+  auto r3 = open(a.session_id(), c3);
+  EXPECT_FALSE(r3->Read(&state));
+  const grpc::Status refused = r3->Finish();
+  EXPECT_EQ(refused.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("2 StreamStates readers, this server's limit "
+                                         "(limits.max_stream_readers)"),
+            std::string::npos)
+      << refused.error_message();
+  // per session: the other one has room
+  auto r4 = open(b.session_id(), c4);
+  ASSERT_TRUE(r4->Read(&state));
+  EXPECT_EQ(state.session_id(), b.session_id());
+  // a reader that ends frees its place
+  c1->TryCancel();
+  while (r1->Read(&state)) {
+  }
+  r1->Finish();
+  bool served = false;
+  const rt::Nanoseconds give_up = rt::monotonicNow() + 5 * rt::kNanosecondsPerSecond;
+  while (!served && rt::monotonicNow() < give_up) {
+    std::unique_ptr<grpc::ClientContext> c5;
+    auto r5 = open(a.session_id(), c5);
+    served = r5->Read(&state);
+    c5->TryCancel();
+    while (r5->Read(&state)) {
+    }
+    r5->Finish();
+  }
+  EXPECT_TRUE(served);
+  for (auto* c : {c2.get(), c4.get()}) c->TryCancel();
+  while (r2->Read(&state)) {
+  }
+  r2->Finish();
+  while (r4->Read(&state)) {
+  }
+  r4->Finish();
 }
 
 TEST_F(ServerTest, AccessTokenIsRequiredWhenConfigured) {

@@ -125,7 +125,7 @@ std::uint64_t load(const std::atomic<std::uint64_t>& counter) {
 std::uint64_t rejected(const TransportCounters& c) {
   return load(c.oversize) + load(c.malformed) + load(c.unknown_session) +
          load(c.unauthenticated) + load(c.stale) + load(c.duplicate) + load(c.wrong_size) +
-         load(c.non_finite) + load(c.inactive) + load(c.dropped);
+         load(c.non_finite) + load(c.too_many_steps) + load(c.inactive) + load(c.dropped);
 }
 
 TEST(UdpEndpoint, BindsAnEphemeralPortAndRefusesATakenOne) {
@@ -200,6 +200,36 @@ TEST(UdpEndpoint, LockstepCommandIsAnsweredOnceAfterItsStepsAndAReplayIsADuplica
   EXPECT_EQ(s.cycle(), 9u);
   EXPECT_EQ(s.command_sequence(), next);
   EXPECT_EQ(load(rig.udp().accepted), 4u);
+}
+
+// limits.max_step_cycles: a lockstep command or step request above it is counted as
+// too_many_steps, never run nor answered; at the limit it runs. Other modes ignore steps.
+TEST(UdpEndpoint, StepsAboveTheSessionsLimitAreRefusedUnanswered) {
+  Rig rig(rt::SessionMode::kLockstep);
+  rig.session.setMaxStepCycles(5);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  ctl->send(std::vector<double>{0.25}, 6);
+  ctl->sync(6);
+  EXPECT_TRUE(eventually([&] { return load(rig.udp().too_many_steps) == 2; }));
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
+  EXPECT_EQ(rig.session.session().latestState().cycle, 0u);
+  const std::uint64_t seq = ctl->send(std::vector<double>{0.25}, 5);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 5u);
+  EXPECT_EQ(s.command_sequence(), seq);
+  ctl->sync(5);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 10u);
+
+  Rig realtime(rt::SessionMode::kRealtime);
+  realtime.session.setMaxStepCycles(5);
+  auto rt_ctl = realtime.controller();
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(realtime, *rt_ctl, s));
+  rt_ctl->send(std::vector<double>{0.25}, 4'000'000'000u);
+  EXPECT_TRUE(eventually([&] { return load(realtime.udp().accepted) == 2; }));
+  EXPECT_EQ(load(realtime.udp().too_many_steps), 0u);
 }
 
 TEST(UdpEndpoint, EveryLockstepCommandOfAPingPongControllerIsAnswered) {
@@ -337,6 +367,15 @@ TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {
   check("infinity", &TransportCounters::non_finite);
   from_ctl(datagram(last_accepted + 1, {0.1, std::nan("")}));
   check("wrong size before NaN", &TransportCounters::wrong_size);
+  // 9. lockstep steps above limits.max_step_cycles: a command, and a sync asking for cycles
+  const std::uint32_t too_many = rig.session.maxStepCycles() + 1;
+  ASSERT_EQ(too_many, kDefaultMaxStepCycles + 1);
+  from_ctl(datagram(fresh, tau, kSessionId, tokenString(), too_many));
+  check("steps above the limit", &TransportCounters::too_many_steps);
+  from_ctl(datagram(fresh, {}, kSessionId, tokenString(), 4'000'000'000u));
+  check("a step request above the limit", &TransportCounters::too_many_steps);
+  from_ctl(datagram(fresh, {std::nan("")}, kSessionId, tokenString(), too_many));
+  check("NaN before steps", &TransportCounters::non_finite);
 
   const TransportCounters& got = rig.udp();
   EXPECT_EQ(load(got.oversize), 2u);
@@ -346,7 +385,8 @@ TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {
   EXPECT_EQ(load(got.stale), 1u);
   EXPECT_EQ(load(got.duplicate), 2u);
   EXPECT_EQ(load(got.wrong_size), 2u);
-  EXPECT_EQ(load(got.non_finite), 2u);
+  EXPECT_EQ(load(got.non_finite), 3u);
+  EXPECT_EQ(load(got.too_many_steps), 2u);
   EXPECT_EQ(load(got.inactive) + load(got.dropped), 0u);
   EXPECT_EQ(load(got.accepted), cycle + 1);  // the sync and one command per check
   EXPECT_EQ(load(got.received), load(got.accepted) + rejected(got));

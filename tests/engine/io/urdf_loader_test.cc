@@ -129,19 +129,29 @@ Model rotatedRobotByHand(bool floating_base) {
   return b.build();
 }
 
-// Loading `xml` must throw a one-line ModelError naming bad.urdf and containing every `part`.
-void expectUrdfError(const std::string& xml, std::initializer_list<std::string> parts,
-                     bool floating_base = false) {
+// Loading `xml` must throw a one-line ModelError naming bad.urdf (and a line, where the problem
+// has one) and containing every `part`. Returns the message.
+std::string expectUrdfError(const std::string& xml, std::initializer_list<std::string> parts,
+                            bool floating_base = false, const ModelLimits& limits = {}) {
   try {
-    loadUrdfString(xml, floating_base, "bad.urdf");
+    loadUrdfString(xml, floating_base, "bad.urdf", limits);
     ADD_FAILURE() << "no error for:\n" << xml;
   } catch (const ModelError& e) {
     const std::string message = e.what();
-    EXPECT_EQ(message.rfind("bad.urdf: ", 0), 0u) << message;
+    EXPECT_EQ(message.rfind("bad.urdf", 0), 0u) << message;
+    const std::size_t colon = message.find(": ");
+    EXPECT_NE(colon, std::string::npos) << message;
+    // "bad.urdf: …" or "bad.urdf:<line>: …"
+    const std::string line = message.substr(8, colon - 8);
+    EXPECT_TRUE(line.empty() || (line[0] == ':' && line.size() > 1 &&
+                                 line.find_first_not_of("0123456789", 1) == std::string::npos))
+        << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     for (const std::string& part : parts)
       EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+    return message;
   }
+  return {};
 }
 
 // --- mapping ---
@@ -304,7 +314,8 @@ TEST(UrdfLoaderErrors, NegativeMassInAFileNamesTheFile) {
     ADD_FAILURE() << "no error";
   } catch (const ModelError& e) {
     const std::string message = e.what();
-    EXPECT_EQ(message.rfind(path + ": link 'arm': ", 0), 0u) << message;
+    // the <mass> element's line
+    EXPECT_EQ(message.rfind(path + ":12: link 'arm': ", 0), 0u) << message;
   }
 }
 
@@ -327,7 +338,14 @@ TEST(UrdfLoaderErrors, TriangleInequalityViolation) {
 
 TEST(UrdfLoaderErrors, UnknownParent) {
   expectUrdfError(robot(link("a") + link("b") + joint("j", "fixed", "zz", "b")),
-                  {"joint 'j'", "parent link [zz]"});
+                  {"joint 'j'", "parent link 'zz' does not exist"});
+  expectUrdfError(robot(link("a") + link("b") + joint("j", "fixed", "a", "zz")),
+                  {"joint 'j'", "child link 'zz' does not exist"});
+  expectUrdfError(robot(link("a") + link("b") + joint("j", "fixed", "a", "a")),
+                  {"joint 'j'", "own parent"});
+  expectUrdfError(robot(link("a") + link("b") +
+                        "<joint name='j' type='fixed'><parent link='a'/></joint>"),
+                  {"joint 'j'", "no <child link=...>"});
 }
 
 TEST(UrdfLoaderErrors, Cycles) {
@@ -416,9 +434,125 @@ TEST(UrdfLoaderErrors, MissingFile) {
   }
 }
 
+// --- untrusted text: what once crashed or leaked, line numbers, limits ---
+
+// iiwa14.urdf with its first joint origin replaced by `xyz`.
+std::string iiwaWithFirstJointOrigin(const std::string& xyz) {
+  std::string text = io_detail::readTextFile(HILSIM_MODEL_DIR "/iiwa14.urdf",
+                                             ModelLimits{}.max_text_bytes);
+  const std::size_t joint = text.find("<joint");
+  const std::size_t origin = text.find("xyz=\"", joint);
+  const std::size_t close = text.find('"', origin + 5);
+  return text.substr(0, origin + 5) + xyz + text.substr(close);
+}
+
+TEST(UrdfLoaderUntrusted, PrintfDirectivesInAnAttributeAreQuotedNotInterpreted) {
+  // urdfdom 3.0 passed such text to printf as the format and aborted on "%n"
+  testing::internal::CaptureStderr();
+  const std::string message = expectUrdfError(iiwaWithFirstJointOrigin("0 0 0%1$s%2$n%p"),
+                                              {"joint '", "'0%1$s%2$n%p' is not a number"});
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  // the error names the joint's <origin> line
+  EXPECT_EQ(message.find("bad.urdf:"), 0u) << message;
+  EXPECT_NE(message.find("<origin xyz="), std::string::npos) << message;
+}
+
+TEST(UrdfLoaderUntrusted, TwoParentsAndAnOrphanAreRefusedWithoutOutput) {
+  // one link the child of two joints, another with no parent: urdfdom leaked every such load
+  const std::string xml =
+      robot(link("a", kGoodInertial) + link("b", kGoodInertial) + link("orphan", kGoodInertial) +
+            joint("j1", "continuous", "a", "b") + joint("j2", "continuous", "a", "b"));
+  testing::internal::CaptureStderr();
+  for (int k = 0; k < 2000; ++k) {
+    try {
+      loadUrdfString(xml);
+      FAIL() << "loaded";
+    } catch (const ModelError& e) {
+      ASSERT_NE(std::string(e.what()).find("two parent joints"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(UrdfLoaderUntrusted, ErrorsNameTheLineOfTheElement) {
+  const std::string xml =
+      "<robot name='r'>\n"
+      "  <link name='a'/>\n"
+      "  <link name='b'/>\n"
+      "  <joint name='j' type='continuous'>\n"
+      "    <parent link='a'/><child link='b'/>\n"
+      "    <axis xyz='0 0 1 0'/>\n"
+      "  </joint>\n"
+      "</robot>\n";
+  expectUrdfError(xml, {"bad.urdf:6: joint 'j': <axis xyz=\"0 0 1 0\">: expected 3 numbers"});
+  // an unclosed element: tinyxml2 names the line where it starts
+  expectUrdfError("<robot name='r'>\n<link name='a'>\n</robot>",
+                  {"bad.urdf:2: malformed XML: the element starting here is closed by another"});
+  expectUrdfError("<robot name='r'>\n<link name='a'/>\n<link name='a'/>\n</robot>",
+                  {"bad.urdf:3: link 'a': duplicate name (first defined at line 2)"});
+  expectUrdfError("<robot name='r'>\n<link name='a'/>\n<link name='b'/>\n</robot>",
+                  {"bad.urdf:3: link 'b': a second root link", "'a'"});
+}
+
+TEST(UrdfLoaderUntrusted, NamesWithControlCharactersGiveOneLineMessages) {
+  const std::string name = "bad\nname\x01" + std::string(300, 'x');
+  const std::string message =
+      expectUrdfError(robot(link("a") + joint(name, "ball", "a", "b") + link("b")),
+                      {"joint 'bad\\x0aname\\x01xxx", "...'", "unsupported joint type"});
+  EXPECT_LT(message.size(), 300u) << message;
+}
+
+TEST(UrdfLoaderUntrusted, NumbersAreStrict) {
+  const auto origin = [](const std::string& xyz) {
+    return robot(link("a") + joint("j", "continuous", "a", "b", "<origin xyz='" + xyz + "'/>") +
+                 link("b", kGoodInertial));
+  };
+  // accepted: signs, exponents, any whitespace between and around the numbers
+  EXPECT_EQ(loadUrdfString(origin(" +1 -2.5e-1\t\n3E2 ")).joint_placement[1].translation,
+            Vector3(1, -0.25, 300));
+  expectUrdfError(origin("1 2"), {"expected 3 numbers, got 2"});
+  expectUrdfError(origin("1 2 3 4"), {"expected 3 numbers, got more"});
+  expectUrdfError(origin("1,5 2 3"), {"'1,5' is not a number"});
+  expectUrdfError(origin("0x10 2 3"), {"'0x10' is not a number"});
+  expectUrdfError(origin("1 2 3abc"), {"'3abc' is not a number"});
+  expectUrdfError(origin("1 2 1e999"), {"'1e999' is out of range"});
+  expectUrdfError(origin("1 2 -inf"), {"non-finite"});
+  expectUrdfError(origin("1 2 ++3"), {"'++3' is not a number"});
+}
+
+TEST(UrdfLoaderUntrusted, LimitsAreCheckedBeforeTheWork) {
+  std::string links;
+  for (char name = 'a'; name <= 'k'; ++name) links += link(std::string(1, name));
+  ModelLimits limits;
+  limits.max_bodies = 10;
+  expectUrdfError(robot(links), {"11 links, more than the limit of 10"}, false, limits);
+  limits = ModelLimits{};
+  limits.max_dofs = 7;
+  expectUrdfError(rotatedRobot(), {"9 degrees of freedom, more than the limit of 7"}, true, limits);
+  limits = ModelLimits{};
+  limits.max_text_bytes = 100;
+  expectUrdfError(robot(links), {"larger than the limit of 100 bytes"}, false, limits);
+  // tinyxml2 stops at 100 nested elements: no recursion without bound
+  std::string deep = "<robot name='r'>";
+  for (int k = 0; k < 10000; ++k) deep += "<a>";
+  expectUrdfError(deep, {"malformed XML", "nested more than 100 deep"});
+}
+
+TEST(UrdfLoaderUntrusted, VisualsCollisionsAndExtensionsAreIgnored) {
+  // Geometry, materials, transmissions and simulator extensions carry nothing the dynamics
+  // uses: malformed ones do not stop a model from loading.
+  const std::string xml = robot(
+      "<material name='m'><color rgba='not numbers'/></material>" +
+      link("a", "<visual><geometry><mesh filename='%n.stl'/></geometry></visual>") +
+      joint("j", "continuous", "a", "b", "<mimic joint='nowhere'/><calibration rising='x'/>") +
+      link("b", kGoodInertial + "<collision><geometry><box size='1'/></geometry></collision>") +
+      "<transmission name='t'><joint name='j'/></transmission><gazebo reference='b'/>");
+  EXPECT_EQ(loadUrdfString(xml).nv, 1);
+}
+
 // Any truncation or byte corruption of a real URDF loads or throws ModelError: never a crash.
 TEST(UrdfLoaderErrors, CorruptedFilesNeverCrash) {
-  const std::string good = io_detail::readTextFile(HILSIM_MODEL_DIR "/iiwa14.urdf");
+  const std::string good = io_detail::readTextFile(HILSIM_MODEL_DIR "/iiwa14.urdf", ModelLimits{}.max_text_bytes);
   for (std::size_t cut = 0; cut < good.size(); cut += 97) {
     try {
       loadUrdfString(good.substr(0, cut));
