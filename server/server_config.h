@@ -57,7 +57,8 @@ struct ServerConfig {
   /// CPUs a session may pin its RT thread to; empty: any.
   std::vector<int> allowed_cpus;
   // What one request may ask of the server (docs/SERVER.md, "Bounded work per request").
-  /// Bytes of a URDF or YAML model text in CreateSession (aliases and included files too).
+  /// Bytes of a URDF or YAML model text in CreateSession; a YAML text with its included files,
+  /// and the scalars read from them (aliases expanded), each held to it too.
   std::size_t max_model_text_bytes = 512 << 10;
   /// Bodies (YAML) or links (URDF) of a CreateSession model, welded ones included.
   int max_model_bodies = 2000;

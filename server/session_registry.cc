@@ -77,11 +77,12 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
   for (const std::string& name : names) {
     try {
       // the limits of a request: a model listed is a model CreateSession accepts
-      const Model model = hilsim::loadModel(name, modelLimits(config));
+      auto model = std::make_shared<const Model>(hilsim::loadModel(name, modelLimits(config)));
       v1::BundledModel* entry = bundled_.add_models();
       entry->set_name(name);
       entry->set_is_default(name == preferred);
-      *entry->mutable_info() = describeModel(model, name);
+      *entry->mutable_info() = describeModel(*model, name);
+      bundled_models_.emplace(name, std::move(model));
     } catch (const std::exception& e) {
       spdlog::warn("bundled model '{}' does not load and is not offered: {}", name, e.what());
     }
@@ -109,14 +110,13 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
     switch (source.source_case()) {
       case v1::ModelSource::kBundledName: {
         const std::string& requested = source.bundled_name();
-        bool bundled = false;
-        for (const v1::BundledModel& m : bundled_.models()) bundled |= m.name() == requested;
-        if (!bundled) {
+        const auto bundled = bundled_models_.find(requested);
+        if (bundled == bundled_models_.end()) {
           return {grpc::StatusCode::NOT_FOUND,
                   clipped("unknown bundled model '" + requested.substr(0, kMaxNameBytes) +
                           "' (bundled: " + listNames(bundled_) + ")")};
         }
-        *model = std::make_shared<const Model>(hilsim::loadModel(requested, modelLimits(config_)));
+        *model = bundled->second;
         *name = requested;
         return grpc::Status::OK;
       }
@@ -174,14 +174,34 @@ std::unique_ptr<UdpEndpoint> SessionRegistry::openUdp(ServerSession& session,
   return nullptr;
 }
 
+grpc::Status SessionRegistry::checkSessionLimit() const {
+  if (static_cast<int>(sessions_.size()) < config_.max_sessions) return grpc::Status::OK;
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "the server's session limit (" + std::to_string(config_.max_sessions) +
+              ") is reached: close a session first"};
+}
+
 grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
                                      v1::CreateSessionResponse* response,
                                      std::uint16_t udp_port) {
+  {
+    // a full server does not pay for a load (checked again below: creations run concurrently)
+    std::lock_guard lock(mutex_);
+    if (grpc::Status status = checkSessionLimit(); !status.ok()) return status;
+  }
   std::shared_ptr<const Model> model;
   std::string model_name;
   if (!request.has_model()) return invalid("model: no source (set bundled_name, urdf or yaml)");
-  {
-    std::lock_guard loading(load_mutex_);
+  if (request.model().source_case() == v1::ModelSource::kBundledName) {
+    // loaded at start-up: nothing to wait for
+    if (grpc::Status status = loadModel(request.model(), &model, &model_name); !status.ok()) {
+      return status;
+    }
+  } else {
+    std::unique_lock loading(load_mutex_, kTextLoadWait);
+    if (!loading.owns_lock()) {
+      return {grpc::StatusCode::UNAVAILABLE, "another model is being loaded; retry"};
+    }
     if (grpc::Status status = loadModel(request.model(), &model, &model_name); !status.ok()) {
       return status;
     }
@@ -193,11 +213,7 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   }
 
   std::lock_guard lock(mutex_);
-  if (static_cast<int>(sessions_.size()) >= config_.max_sessions) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "the server's session limit (" + std::to_string(config_.max_sessions) +
-                ") is reached: close a session first"};
-  }
+  if (grpc::Status status = checkSessionLimit(); !status.ok()) return status;
   const std::uint64_t id = next_id_;
   rt::SessionConfig rt_config;
   v1::SessionConfig effective;

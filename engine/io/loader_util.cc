@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/model/names.h"
+
 namespace hilsim::io_detail {
 
 std::string readTextFile(const std::string& path, std::size_t max_bytes) {
@@ -15,7 +17,8 @@ std::string readTextFile(const std::string& path, std::size_t max_bytes) {
     throw ModelError("cannot open '" + path + "': is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelError("cannot open '" + path + "': " + std::strerror(errno));
-  // Read at most one byte past the limit: a special file (a pipe, /dev/zero) has no size to ask.
+  // Read in blocks and stop once past the limit (at most one block past it): a special file (a
+  // pipe, /dev/zero) has no size to ask.
   std::string text;
   char buffer[1 << 16];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
@@ -29,19 +32,27 @@ std::string readTextFile(const std::string& path, std::size_t max_bytes) {
 }
 
 std::string printable(std::string_view text, std::size_t max_bytes) {
+  constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  for (std::size_t k = 0; k < text.size() && k < max_bytes; ++k) {
+  std::size_t k = 0;
+  while (k < text.size() && k < max_bytes) {
     const unsigned char c = static_cast<unsigned char>(text[k]);
-    if (c < 0x20 || c == 0x7f) {
-      constexpr char kHex[] = "0123456789abcdef";
+    // a whole UTF-8 sequence is kept (never cut), any other byte of 0x80 and above escaped
+    std::size_t length = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+    if (length > 1 && (k + length > text.size() || !isValidUtf8(text.substr(k, length))))
+      length = 0;
+    if (length == 0 || c < 0x20 || c == 0x7f) {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
+      ++k;
+      continue;
     }
+    if (k + length > max_bytes) break;
+    out.append(text.substr(k, length));
+    k += length;
   }
-  if (text.size() > max_bytes) out += "...";
+  if (k < text.size()) out += "...";
   return out;
 }
 

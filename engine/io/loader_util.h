@@ -11,11 +11,13 @@
 namespace hilsim::io_detail {
 
 /// The whole content of a text file of at most `max_bytes` bytes. Throws ModelError
-/// "cannot open 'path': reason", or one naming the limit for a larger file (checked before reading).
+/// "cannot open 'path': reason", or one naming the limit for a larger file (checked while reading,
+/// so that an endless file stops within one block of it).
 std::string readTextFile(const std::string& path, std::size_t max_bytes);
 
-/// Text of a model file quoted in a message: control bytes escaped as \xNN (a message is one
-/// line) and anything past `max_bytes` cut with "...", so that no content can shape a message.
+/// Text of a model file quoted in a message: control bytes and bytes that are not part of valid
+/// UTF-8 escaped as \xNN (a message is one line, and valid UTF-8), and anything past `max_bytes`
+/// cut with "..." (never inside a character), so that no content can shape a message.
 std::string printable(std::string_view text, std::size_t max_bytes = 80);
 
 /// A loader's final message: control bytes escaped as printable() does, at most 2 KiB.

@@ -16,8 +16,9 @@ namespace hilsim {
 /// (10⁵-body chains load); hilsim-server passes tighter ones from its `limits` (docs/SERVER.md).
 /// Documented in docs/MODEL_FORMAT.md ("Limits").
 struct ModelLimits {
-  /// Bytes of one model file or text. The YAML reader also holds the text it reads with aliases
-  /// expanded (each use of an alias counts again) and its included files to this bound.
+  /// Bytes of one model file or text. The YAML reader holds two more counts to this bound, each
+  /// on its own: the bytes it parses (the text and its included files) and the bytes of the
+  /// scalars it reads (each use of an alias again).
   std::size_t max_text_bytes = std::size_t{256} << 20;
   int max_bodies = 200'000;          ///< links (URDF) or bodies (YAML), welded ones included
   int max_modes = 64;                ///< assumed modes of one flexible body

@@ -10,6 +10,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -86,6 +88,7 @@ class UrdfReader {
       throw ModelError(source_ + ": " + std::to_string(xml.size()) +
                        " bytes, larger than the limit of " +
                        std::to_string(limits_.max_text_bytes) + " bytes for a model text");
+    checkAttributeCounts(xml);
     XMLDocument document;
     if (document.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
       const int line = document.ErrorLineNum();
@@ -110,6 +113,43 @@ class UrdfReader {
     message += ": ";
     if (!element.empty()) message += element + ": ";
     throw ModelError(message + what);
+  }
+
+  // tinyxml2 looks up every attribute among those of its element already read (to refuse
+  // duplicates), so one element with n attributes costs n²: 512 KiB of them would take seconds.
+  // A URDF element has a handful; a start tag with more than kMaxAttributes is refused first,
+  // by one linear scan.
+  void checkAttributeCounts(std::string_view xml) const {
+    constexpr int kMaxAttributes = 64;
+    int line = 1;
+    for (std::size_t k = 0; k < xml.size(); ++k) {
+      if (xml[k] == '\n') ++line;
+      if (xml[k] != '<') continue;
+      if (xml.compare(k, 4, "<!--") == 0 || xml.compare(k, 9, "<![CDATA[") == 0) {
+        const std::size_t end = xml.find(xml[k + 2] == '-' ? "-->" : "]]>", k);
+        if (end == std::string_view::npos) return;  // tinyxml2 reports it
+        for (std::size_t j = k; j < end; ++j) line += xml[j] == '\n';
+        k = end;
+        continue;
+      }
+      // a tag: count '=' outside quoted values up to its '>'
+      const int start_line = line;
+      int attributes = 0;
+      char quote = 0;
+      std::size_t j = k + 1;
+      for (; j < xml.size() && (quote != 0 || xml[j] != '>'); ++j) {
+        if (xml[j] == '\n') ++line;
+        if (quote != 0) {
+          if (xml[j] == quote) quote = 0;
+        } else if (xml[j] == '"' || xml[j] == '\'') {
+          quote = xml[j];
+        } else if (xml[j] == '=' && ++attributes > kMaxAttributes) {
+          fail(start_line, "", "an element with more than " + std::to_string(kMaxAttributes) +
+                                   " attributes");
+        }
+      }
+      k = j;
+    }
   }
 
   // --- numbers ---
@@ -141,7 +181,14 @@ class UrdfReader {
       std::string_view digits = token;
       if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-') digits.remove_prefix(1);
       double x = 0.0;
-      const auto [ptr, error] = std::from_chars(digits.data(), digits.data() + digits.size(), x);
+      auto [ptr, error] = std::from_chars(digits.data(), digits.data() + digits.size(), x);
+      if (error == std::errc::result_out_of_range && ptr == digits.data() + digits.size()) {
+        // below the smallest double reads as zero (or a subnormal), as strtod and urdfdom read
+        // it; above the largest it is an error
+        const std::string copy(digits);
+        x = std::strtod(copy.c_str(), nullptr);
+        if (std::abs(x) <= std::numeric_limits<double>::min()) error = std::errc();
+      }
       if (error == std::errc::result_out_of_range)
         fail(e.GetLineNum(), owner, where + ": '" + printable(token) + "' is out of range");
       if (error != std::errc() || ptr != digits.data() + digits.size())
@@ -286,6 +333,10 @@ class UrdfReader {
       joint.upper = optionalNumber(*limit, "upper", ref).value_or(0.0);
       joint.effort = number(*limit, "effort", ref);
       joint.velocity = number(*limit, "velocity", ref);
+      if (joint.effort < 0.0 || joint.velocity < 0.0)
+        fail(limit->GetLineNum(), ref, "<limit> effort and velocity must be >= 0");
+      if ((joint.type == "revolute" || joint.type == "prismatic") && joint.lower > joint.upper)
+        fail(limit->GetLineNum(), ref, "<limit> lower limit must not exceed upper limit");
     } else if (joint.type == "revolute" || joint.type == "prismatic") {
       fail(joint.line, ref, "a " + joint.type +
                                 " joint needs <limit lower upper effort velocity> (URDF requires "
@@ -293,6 +344,8 @@ class UrdfReader {
     }
     if (const XMLElement* dynamics = e.FirstChildElement("dynamics")) {
       joint.damping = optionalNumber(*dynamics, "damping", ref).value_or(0.0);
+      if (joint.damping < 0.0)
+        fail(dynamics->GetLineNum(), ref, "<dynamics> damping must be >= 0");
       optionalNumber(*dynamics, "friction", ref);  // checked, not modelled
     }
     // <mimic>: the joint stays independent (docs/MODEL_FORMAT.md); <calibration> and
@@ -397,8 +450,12 @@ class UrdfReader {
          {std::tuple{"link '", &link_index_, 0}, std::tuple{"joint '", &joint_index_, 1}}) {
       if (message.rfind(word, 0) != 0) continue;
       const std::size_t open = std::string_view(word).size();
-      for (std::size_t close = message.find('\'', open); close != std::string::npos && line == 0;
-           close = message.find('\'', close + 1)) {
+      // the name ends at one of the next quotes (names may hold quotes): try a few, not all, so
+      // that a name of many quotes costs no quadratic search
+      int tries = 0;
+      for (std::size_t close = message.find('\'', open);
+           close != std::string::npos && line == 0 && tries < 8;
+           close = message.find('\'', close + 1), ++tries) {
         const auto it = index->find(message.substr(open, close - open));
         if (it != index->end()) line = lines == 0 ? links_[it->second].line : joints_[it->second].line;
       }

@@ -20,6 +20,7 @@
 #include "engine/io/model_loader.h"
 #include "engine/model/beam_modes.h"
 #include "engine/model/model_builder.h"
+#include "engine/model/names.h"
 
 namespace hilsim {
 
@@ -107,10 +108,12 @@ struct Mapping {
 // What one model read has consumed so far, shared with the readers of its included files.
 // yaml-cpp shares aliased nodes (`*a`), so a short text can name one big node many times: the
 // reader counts what it reads, each use of an alias again, so that its work stays bounded by the
-// limits however the text is written.
+// limits however the text is written. Parsing and reading are bounded apart, each by
+// max_text_bytes: a file counts once as parsed and its scalars once as read.
 struct ReadBudget {
-  std::size_t text_bytes = 0;  // scalars read and included files, against max_text_bytes
-  long long dofs = 0;          // joint DoFs and modes of the bodies read, against max_dofs
+  std::size_t parsed_bytes = 0;  // the text and its included files
+  std::size_t scalar_bytes = 0;  // scalars read, each use of an alias again
+  long long dofs = 0;            // joint DoFs and modes of the bodies read, against max_dofs
 };
 
 struct ParsedBody {
@@ -158,7 +161,12 @@ class YamlModelReader {
     } else {
       fail(root, "", "expected 'bodies' (a native model) or 'urdf' (a URDF wrapper)");
     }
-    if (top.has("name")) model.name = text(top.at("name"), "name");
+    if (top.has("name")) {
+      // set after the build: checked here by the builder's rule (engine/model/names.h)
+      model.name = text(top.at("name"), "name");
+      if (const std::string why = nameProblem(model.name); !why.empty())
+        fail(top.at("name"), "name", why);
+    }
     if (top.has("gravity")) model.gravity = vector3(top.at("gravity"), "gravity");
     return model;
   }
@@ -180,14 +188,25 @@ class YamlModelReader {
 
   // --- limits ---
 
-  // Counts `bytes` of text read (at least one per scalar, so that empty ones count too). Text
-  // without aliases or included files never reaches the bound: it was checked as a whole.
+  // Counts the `bytes` of a scalar read (at least one, so that empty ones count too). Without
+  // aliases a text reads at most 1.5 times its size (a double-quoted `\L` or `\P` is 2 bytes
+  // and reads as 3, as does a UTF-16 character above U+07FF): only aliases make it read more.
   void chargeText(const YAML::Node& at, const std::string& path, std::size_t bytes) const {
-    budget_.text_bytes += std::max<std::size_t>(bytes, 1);
-    if (budget_.text_bytes > limits_.max_text_bytes)
+    budget_.scalar_bytes += std::max<std::size_t>(bytes, 1);
+    if (budget_.scalar_bytes > limits_.max_text_bytes)
       fail(at, path,
-           "aliases and included files take the model beyond the limit of " +
-               std::to_string(limits_.max_text_bytes) + " bytes of text");
+           "the text read, each use of an alias counted again, goes beyond the limit of " +
+               std::to_string(limits_.max_text_bytes) + " bytes");
+  }
+
+  // Counts the `bytes` of an included file before it is parsed: a model that includes a file
+  // many times pays for each.
+  void chargeParsed(const YAML::Node& at, const std::string& path, std::size_t bytes) const {
+    budget_.parsed_bytes += bytes;
+    if (budget_.parsed_bytes > limits_.max_text_bytes)
+      fail(at, path,
+           "included files take the model text beyond the limit of " +
+               std::to_string(limits_.max_text_bytes) + " bytes");
   }
 
   // Counts degrees of freedom before the data that needs them is read or generated.
@@ -462,15 +481,17 @@ class YamlModelReader {
         fail(m.at("file"), childPath(path, "file"), "'file' stands alone: the file holds the rest");
       const std::filesystem::path file =
           namedFile(m.at("file"), childPath(path, "file"), directory);
-      YAML::Node included;
+      std::string content;
       try {
-        const std::string content =
+        content =
             io_detail::readTextFile(file.lexically_normal().string(), limits_.max_text_bytes);
-        // before parsing: a model that includes a file many times pays for each
-        chargeText(m.at("file"), childPath(path, "file"), content.size());
-        included = YAML::Load(content);
       } catch (const ModelError& e) {
         fail(m.at("file"), childPath(path, "file"), e.what());
+      }
+      chargeParsed(m.at("file"), childPath(path, "file"), content.size());
+      YAML::Node included;
+      try {
+        included = YAML::Load(content);
       } catch (const YAML::Exception& e) {
         fail(m.at("file"), childPath(path, "file"),
              file.string() + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) +
@@ -806,6 +827,7 @@ Model loadYamlString(const std::string& yaml_text, const std::string& base_direc
                        std::to_string(limits.max_text_bytes) + " bytes for a model text");
     const YAML::Node root = YAML::Load(yaml_text);
     ReadBudget budget;
+    budget.parsed_bytes = yaml_text.size();
     return YamlModelReader(source_name, base_directory, limits, budget).read(root);
   } catch (const ModelError& e) {
     // messages quote the file's names and values: keep each one line

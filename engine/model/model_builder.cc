@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "engine/algorithms/joint_rank.h"
+#include "engine/model/names.h"
 
 namespace hilsim {
 
@@ -74,12 +75,22 @@ ModelBuilder& ModelBuilder::addFixedBody(const std::string& name, const std::str
 Model ModelBuilder::build() const {
   const int n = static_cast<int>(bodies_.size());
   if (!gravity_.allFinite()) fail("gravity must be finite");
+  // names reach the wire contract, logs and metrics: checked before any is quoted
+  if (const std::string why = nameProblem(name_); !why.empty()) fail("model name: " + why);
+  for (int k = 0; k < n; ++k) {
+    const BodySpec& b = bodies_[k];
+    if (b.name.empty()) fail("body #" + std::to_string(k) + " has no name");
+    if (const std::string why = nameProblem(b.name); !why.empty())
+      fail("body #" + std::to_string(k) + ": " + why);
+    if (b.joint_name.empty()) continue;
+    if (const std::string why = nameProblem(b.joint_name); !why.empty())
+      fail("body #" + std::to_string(k) + ": joint " + why);
+  }
 
   // names and parents
   std::unordered_map<std::string, int> index;
   for (int k = 0; k < n; ++k) {
     const BodySpec& b = bodies_[k];
-    if (b.name.empty()) fail("body #" + std::to_string(k) + " has no name");
     if (b.name == "world") fail("body name 'world' is reserved for the ground");
     if (!index.emplace(b.name, k).second) fail("duplicate body name '" + b.name + "'");
   }

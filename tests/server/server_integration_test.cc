@@ -669,6 +669,69 @@ TEST_F(ServerTest, StreamStatesReadersAreBoundedPerSession) {
   r4->Finish();
 }
 
+// A small model text, loaded under the lock of model texts.
+v1::CreateSessionRequest yamlRequest() {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_yaml(
+      "bodies:\n"
+      "  - {name: a, joint: {type: revolute, axis: [0, 0, 1]},\n"
+      "     inertia: {mass: 1.0, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}}\n");
+  return request;
+}
+
+v1::CreateSessionRequest bundledRequest(const std::string& model) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name(model);
+  return request;
+}
+
+// Bundled models are loaded once, at start-up: their sessions share one Model and never wait for
+// the load of a model text.
+TEST_F(ServerTest, BundledModelsAreLoadedOnceAndShared) {
+  const auto held = server_->sessions().holdTextLoads();
+  const v1::SessionInfo a = createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);
+  const v1::SessionInfo b = createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);
+  const v1::SessionInfo c = createBundled("iiwa14", v1::SESSION_MODE_LOCKSTEP);
+  SessionRegistry& sessions = server_->sessions();
+  ASSERT_TRUE(sessions.find(a.session_id()) && sessions.find(b.session_id()) &&
+              sessions.find(c.session_id()));
+  EXPECT_EQ(&sessions.find(a.session_id())->model(), &sessions.find(b.session_id())->model());
+  EXPECT_NE(&sessions.find(a.session_id())->model(), &sessions.find(c.session_id())->model());
+}
+
+// A full server refuses CreateSession before it loads a model: neither a bundled name nor a model
+// text waits for the lock of model texts (a text would otherwise wait, then be UNAVAILABLE).
+TEST_F(ServerTest, AFullServerRefusesBeforeLoadingAModel) {
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.max_sessions = 1;
+  startServer(config);
+  createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);
+  const auto held = server_->sessions().holdTextLoads();
+  for (const v1::CreateSessionRequest& request : {bundledRequest("iiwa14"), yamlRequest()}) {
+    v1::CreateSessionResponse response;
+    const grpc::Status status = stub_->CreateSession(context(30).get(), request, &response);
+    EXPECT_EQ(status.error_code(), StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    EXPECT_NE(status.error_message().find("session limit (1) is reached"), std::string::npos)
+        << status.error_message();
+  }
+}
+
+// Model texts load one at a time, but a CreateSession waits for another text's load at most
+// SessionRegistry::kTextLoadWait, then answers UNAVAILABLE instead of holding a gRPC thread.
+TEST_F(ServerTest, AModelTextWaitsForAnotherLoadOnlySoLong) {
+  v1::CreateSessionResponse response;
+  {
+    const auto held = server_->sessions().holdTextLoads();
+    const grpc::Status status = stub_->CreateSession(context(30).get(), yamlRequest(), &response);
+    EXPECT_EQ(status.error_code(), StatusCode::UNAVAILABLE) << status.error_message();
+    EXPECT_EQ(status.error_message(), "another model is being loaded; retry");
+  }
+  const grpc::Status status = create(yamlRequest(), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 1u);
+}
+
 TEST_F(ServerTest, AccessTokenIsRequiredWhenConfigured) {
   server_->shutdown();
   ServerConfig config = testConfig();

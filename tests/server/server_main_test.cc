@@ -184,8 +184,9 @@ TEST_F(ServerMainTest, HostileUrdfIsRefusedWhileSessionsKeepRunning) {
 
   // Memory stays flat over thousands of refused loads. Warm up first: gRPC and the allocator
   // settle in the first requests. The old leak was ~800 bytes per request, 2.4 MB over the
-  // measured 3000; 1 MiB leaves room for allocator noise. Under AddressSanitizer freed memory
-  // sits in its quarantine, so there the leak check is LeakSanitizer's at the server's exit.
+  // measured 3000; 1 MiB leaves room for allocator noise (0 to 40 KB measured). Under
+  // AddressSanitizer freed memory sits in its quarantine, so there the leak check is
+  // LeakSanitizer's at the server's exit; ThreadSanitizer's shadow memory grows with the calls.
   for (int k = 0; k < 500; ++k) ASSERT_EQ(create(two_parents).first, grpc::StatusCode::INVALID_ARGUMENT);
   const long rss_before = residentBytes(p.pid);
   for (int k = 0; k < 3000; ++k) {
@@ -193,7 +194,7 @@ TEST_F(ServerMainTest, HostileUrdfIsRefusedWhileSessionsKeepRunning) {
     ASSERT_EQ(c, grpc::StatusCode::INVALID_ARGUMENT) << m;
   }
   const long rss_after = residentBytes(p.pid);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LT(rss_after - rss_before, 1L << 20) << rss_before << " -> " << rss_after;
 #endif
 

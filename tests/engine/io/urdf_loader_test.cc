@@ -13,6 +13,7 @@
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
 #include "engine/model/model_builder.h"
+#include "engine/model/names.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 
@@ -536,6 +537,53 @@ TEST(UrdfLoaderUntrusted, LimitsAreCheckedBeforeTheWork) {
   std::string deep = "<robot name='r'>";
   for (int k = 0; k < 10000; ++k) deep += "<a>";
   expectUrdfError(deep, {"malformed XML", "nested more than 100 deep"});
+}
+
+TEST(UrdfLoaderUntrusted, WorkStaysLinearInHostileShapes) {
+  // one element with very many attributes: tinyxml2's duplicate check is quadratic in them
+  std::string many = "<robot name='r'\n";
+  for (int k = 0; k < 20000; ++k) many += " a" + std::to_string(k) + "=''";
+  many += "><link name='a'/></robot>";
+  expectUrdfError(many, {"bad.urdf:1: an element with more than 64 attributes"});
+  // a joint name of quotes with a bad limit: refused where the limit is read, with its line
+  const std::string quotes(100000, '\'');
+  expectUrdfError(robot(link("a") + link("b") + "<joint name=\"" + quotes +
+                        "\" type='revolute'><parent link='a'/><child link='b'/>"
+                        "<limit lower='0' upper='1' effort='-1' velocity='1'/></joint>"),
+                  {"<limit> effort and velocity must be >= 0"});
+  expectUrdfError(robot(link("a") + link("b", kGoodInertial) +
+                        joint("j", "prismatic", "a", "b",
+                              "<limit lower='1' upper='-1' effort='1' velocity='1'/>")),
+                  {"joint 'j': <limit> lower limit must not exceed upper limit"});
+  expectUrdfError(robot(link("a") + link("b", kGoodInertial) +
+                        joint("j", "continuous", "a", "b", "<dynamics damping='-0.1'/>")),
+                  {"joint 'j': <dynamics> damping must be >= 0"});
+}
+
+TEST(UrdfLoaderUntrusted, NamesMustBeValidUtf8AndMessagesStaySo) {
+  // tinyxml2 turns the character reference of a surrogate into bytes that are not UTF-8: such a
+  // name would reach the wire contract (proto3 strings are UTF-8) and the logs
+  const std::string message = expectUrdfError(
+      robot(link("a") + link("b&#xD800;", kGoodInertial) +
+            joint("j", "continuous", "a", "b&#xD800;")),
+      {"name is not valid UTF-8"});
+  EXPECT_TRUE(isValidUtf8(message)) << message;
+  const std::string robot_name = expectUrdfError(
+      "<robot name='r&#xD800;'>" + link("a") + "</robot>", {"model name: name is not valid UTF-8"});
+  EXPECT_TRUE(isValidUtf8(robot_name)) << robot_name;
+  // valid UTF-8 names load and keep their bytes
+  const Model m = loadUrdfString(robot(link("Basis") + link("Glied_\xC3\xBC", kGoodInertial) +
+                                       joint("Gelenk_\xE2\x82\xAC", "continuous", "Basis",
+                                             "Glied_\xC3\xBC")));
+  EXPECT_EQ(m.body_names[1], "Glied_\xC3\xBC");
+  EXPECT_EQ(m.joint_names[1], "Gelenk_\xE2\x82\xAC");
+}
+
+TEST(UrdfLoaderUntrusted, NumbersBelowTheSmallestDoubleReadAsZero) {
+  const Model m = loadUrdfString(robot(
+      link("a") + joint("j", "continuous", "a", "b", "<origin xyz='1e-400 -1e-400 2'/>") +
+      link("b", kGoodInertial)));
+  EXPECT_EQ(m.joint_placement[1].translation, Vector3(0, 0, 2));
 }
 
 TEST(UrdfLoaderUntrusted, VisualsCollisionsAndExtensionsAreIgnored) {

@@ -5,6 +5,7 @@
 
 #include <Eigen/Geometry>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -822,14 +823,29 @@ TEST(YamlLimits, AliasesCannotExpandTheTextBeyondTheLimit) {
   ASSERT_LT(text.size(), 5000u);
   ModelLimits limits;
   limits.max_text_bytes = 32 << 10;
-  limitError(text, limits, {"lumped_masses[", "aliases and included files take the model beyond "
-                                              "the limit of 32768 bytes of text"});
-  // Without aliases the count never exceeds the text's own size: a text exactly at the limit
-  // loads.
+  limitError(text, limits, {"lumped_masses[", "the text read, each use of an alias counted "
+                                              "again, goes beyond the limit of 32768 bytes"});
+  // Without aliases the text read is at most the text: a text exactly at the limit loads.
   limits.max_text_bytes = std::string(kEverything).size();
   EXPECT_NO_THROW(loadYamlString(kEverything, ".", "ok.yaml", limits));
   limits.max_text_bytes -= 1;
   limitError(kEverything, limits, {"larger than the limit of"});
+  // ... but for a double-quoted `\L` or `\P` (U+2028, U+2029), 2 bytes that read as 3: these
+  // 287 bytes read as 307
+  std::string separators;
+  std::string escapes = "bodies:\n  - {name: \"";
+  for (int k = 0; k < 80; ++k) {
+    escapes += "\\L";
+    separators += "\u2028";
+  }
+  escapes += "\", joint: {type: revolute, axis: [0, 0, 1]},\n"
+             "     inertia: {mass: 1.0, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}}\n";
+  ASSERT_EQ(escapes.size(), 287u);
+  limits.max_text_bytes = 287;
+  limitError(escapes, limits, {"the text read, each use of an alias counted again, goes beyond "
+                               "the limit of 287 bytes"});
+  limits.max_text_bytes = 307;
+  EXPECT_EQ(loadYamlString(escapes, ".", "ok.yaml", limits).body_names.at(1), separators);
 }
 
 // A flexible body of many modes can only be repeated until the model's degrees of freedom reach
@@ -921,8 +937,48 @@ TEST(YamlLimits, AnIncludedFlexibleFileCannotIncludeAnother) {
   limits.max_text_bytes = 200;
   std::ofstream(dir / "big.yaml") << "modes: 1\n" << std::string(150, '#') << "\n";
   limitError(flexibleBody("      file: big.yaml\n"), limits,
-             {"flexible.file: aliases and included files take the model beyond the limit of 200 "
-              "bytes"},
+             {"flexible.file: included files take the model text beyond the limit of 200 bytes"},
+             dir.string());
+  std::filesystem::remove_all(dir);
+}
+
+// The bytes parsed (a text and its included files) and the bytes of the scalars read are two
+// bounds, each of max_text_bytes: an included file counts once against each, so a file of most
+// of the limit loads, and the same file included twice does not.
+TEST(YamlLimits, AnIncludedFileCountsOnceAgainstEachBound) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "hilsim_yaml_include_bounds";
+  std::filesystem::create_directories(dir);
+  // mostly scalars, so that its bytes and its scalars together exceed the limit: masses along a
+  // cantilever's first bending shape, y = x², given to nine digits
+  std::string modes = "modes: 1\nstiffness: [[400]]\nlumped_masses:\n";
+  for (int k = 1; modes.size() < 1200; ++k) {
+    char mass[200];
+    const double x = 0.1 * k;
+    std::snprintf(mass, sizeof mass,
+                  "  - {position: [%.9f, 0, 0], mass: 0.012345678, slope: [[0], [0], [%.9f]],\n"
+                  "     translation: [[0], [%.9f], [0]]}\n",
+                  x, 2 * x, x * x);
+    modes += mass;
+  }
+  std::ofstream(dir / "modes.yaml") << modes;
+  ModelLimits limits;
+  limits.max_text_bytes = 2000;
+  ASSERT_GE(modes.size(), 1200u);  // 60 % of the limit
+  ASSERT_LT(modes.size(), 1400u);
+  const Model m = loadYamlString(flexibleBody("      file: modes.yaml\n"), dir.string(),
+                                 "ok.yaml", limits);
+  EXPECT_EQ(m.nmodes[1], 1);
+  // twice: 120 % of the limit parsed
+  const std::string twice = flexibleBody("      file: modes.yaml\n") +
+                            "  - name: b\n"
+                            "    parent: a\n"
+                            "    joint: {type: revolute, axis: [0, 0, 1]}\n"
+                            "    flexible: {file: modes.yaml}\n";
+  EXPECT_NO_THROW(loadYamlString(twice, dir.string(), "ok.yaml"));
+  limitError(twice, limits,
+             {"body 'b': flexible.file: included files take the model text beyond the limit of "
+              "2000 bytes"},
              dir.string());
   std::filesystem::remove_all(dir);
 }
@@ -959,6 +1015,15 @@ TEST(YamlLimits, IdenticalBeamsAreGeneratedOnceAndShared) {
   EXPECT_EQ(m.flexible[1].modal_mass, m.flexible[2].modal_mass);
   EXPECT_EQ(m.flexible[1].stiffness, m.flexible[2].stiffness);
   EXPECT_EQ(m.flexible[1].nodes.size(), m.flexible[2].nodes.size());
+}
+
+TEST(YamlLoaderErrors, NamesFollowTheModelRule) {
+  expectYamlError("name: \"two\\nlines\"\n" + oneBody(),
+                  {"bad.yaml:1: name: name contains a control character"});
+  expectYamlError("name: " + std::string(300, 'n') + "\n" + oneBody(),
+                  {"bad.yaml:1: name: name of 300 bytes, more than the limit of 256"});
+  expectYamlError("bodies:\n  - name: \"a\\tb\"\n    joint: {type: revolute, axis: [0, 0, 1]}\n",
+                  {"body #0: name contains a control character"});
 }
 
 TEST(YamlLoaderErrors, NamesWithLineBreaksGiveOneLineMessages) {
