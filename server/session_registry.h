@@ -55,7 +55,7 @@ class SessionRegistry {
   const v1::ListModelsResponse& bundledModels() const { return bundled_; }
   /// Holds back the load of every model text until released, as a load in progress does (tests
   /// of the bound on waiting).
-  [[nodiscard]] std::unique_lock<std::timed_mutex> holdTextLoads() const {
+  [[nodiscard]] std::unique_lock<std::mutex> holdTextLoads() const {
     return std::unique_lock(load_mutex_);
   }
   /// Figures for the metrics exporter.
@@ -82,7 +82,7 @@ class SessionRegistry {
   // Model texts load one at a time, so that concurrent requests do not multiply their memory
   // (~130 MB for 512 KiB of YAML). No measurement bounds how long a text built to be slow takes
   // to load, so a request waits for the lock at most kTextLoadWait.
-  mutable std::timed_mutex load_mutex_;
+  mutable std::mutex load_mutex_;
   mutable std::mutex mutex_;
   std::map<std::uint64_t, Entry> sessions_;  // ids grow: creation order
   std::uint64_t next_id_ = 1;
