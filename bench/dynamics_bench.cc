@@ -1,8 +1,10 @@
-// Dynamics benchmarks on the bundled models: hilsim RNEA, CRBA, ABA, CRBA forward dynamics and one
-// RK4 Simulator step, and MuJoCo's mj_forward (contacts, limits and other constraints disabled) on
+// Dynamics benchmarks on the bundled models: hilsim RNEA, CRBA (the mass matrix), the forward
+// dynamics of every formulation of the registry (engine/formulations/formulations.h) and one RK4
+// Simulator step, and MuJoCo's mj_forward (contacts, limits and other constraints disabled) on
 // the same URDF, at the same random states, in the same run.
 //
-// Each benchmark is named <algorithm>/<model> and reports the time per call and two counters: nv,
+// Each benchmark is named <algorithm>/<model> (fd_<formulation>/<model> for forward dynamics, on
+// a Data holding only that formulation's workspace) and reports the time per call and two counters: nv,
 // and per_dof (time per call / nv, displayed in seconds with an SI prefix: "120n" = 120 ns).
 // Every iteration takes the next of kStates precomputed states, so no call sees the previous
 // call's output. scripts/bench runs this with repetitions and turns the medians into a table.
@@ -15,10 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/algorithms/aba.h"
 #include "engine/algorithms/crba.h"
-#include "engine/algorithms/crba_forward_dynamics.h"
 #include "engine/algorithms/rnea.h"
+#include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 #include "tests/support/random_model.h"
@@ -54,6 +55,7 @@ constexpr int kStates = 16;  // a power of two
 struct Setup {
   std::shared_ptr<const Model> model;
   std::unique_ptr<Data> data;
+  std::vector<std::unique_ptr<Data>> formulation_data;  ///< per registry row, its workspace only
   std::vector<Eigen::VectorXd> q, v, a, tau;
   std::unique_ptr<Simulator> simulator;
 #ifdef HILSIM_BENCH_MUJOCO
@@ -68,6 +70,8 @@ Setup makeSetup(const ModelSpec& spec) {
   s.model = std::make_shared<const Model>(loadUrdf(path, spec.floating_base));
   const Model& model = *s.model;
   s.data = std::make_unique<Data>(model);
+  for (const FormulationInfo& f : formulations())
+    s.formulation_data.push_back(std::make_unique<Data>(model, f.workspace));
   s.simulator =
       std::make_unique<Simulator>(s.model, Formulation::kAba, Integrator::kRk4, 1e-3);
   std::mt19937 rng(20261121);
@@ -118,21 +122,11 @@ void benchCrba(benchmark::State& state, Setup* s) {
   setCounters(state, s->model->nv);
 }
 
-void benchAba(benchmark::State& state, Setup* s) {
+void benchForwardDynamics(benchmark::State& state, Setup* s, const FormulationInfo* f) {
+  Data& data = *s->formulation_data[static_cast<std::size_t>(f->id)];
   int k = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(aba(*s->model, *s->data, s->q[k], s->v[k], s->tau[k]).data());
-    benchmark::ClobberMemory();
-    k = (k + 1) & (kStates - 1);
-  }
-  setCounters(state, s->model->nv);
-}
-
-void benchCrbaForwardDynamics(benchmark::State& state, Setup* s) {
-  int k = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        crbaForwardDynamics(*s->model, *s->data, s->q[k], s->v[k], s->tau[k]).data());
+    benchmark::DoNotOptimize(f->forward_dynamics(*s->model, data, s->q[k], s->v[k], s->tau[k]).data());
     benchmark::ClobberMemory();
     k = (k + 1) & (kStates - 1);
   }
@@ -177,6 +171,8 @@ void benchMjForward(benchmark::State& state, Setup* s) {
 
 int main(int argc, char** argv) {
   using namespace hilsim::bench;
+  using hilsim::FormulationInfo;
+  using hilsim::formulations;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
@@ -192,8 +188,10 @@ int main(int argc, char** argv) {
     const std::string n = spec.name;
     benchmark::RegisterBenchmark(("rnea/" + n).c_str(), benchRnea, s);
     benchmark::RegisterBenchmark(("crba/" + n).c_str(), benchCrba, s);
-    benchmark::RegisterBenchmark(("aba/" + n).c_str(), benchAba, s);
-    benchmark::RegisterBenchmark(("crba_fd/" + n).c_str(), benchCrbaForwardDynamics, s);
+    for (const FormulationInfo& f : formulations()) {
+      benchmark::RegisterBenchmark(("fd_" + std::string(f.name) + "/" + n).c_str(),
+                                   benchForwardDynamics, s, &f);
+    }
     benchmark::RegisterBenchmark(("rk4_step/" + n).c_str(), benchRk4Step, s);
 #ifdef HILSIM_BENCH_MUJOCO
     benchmark::RegisterBenchmark(("mj_forward/" + n).c_str(), benchMjForward, s);

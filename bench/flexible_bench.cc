@@ -2,8 +2,9 @@
 // as the number of flexible bodies and of modes per body grows, and the bundled flexible arm's
 // step at 1 kHz. Each benchmark cycles through 16 precomputed random states.
 //
-//   flexible_fd/<aba|crba>/<bodies>/<modes>   one forward-dynamics call on a chain of beams
-//   flexible_arm/<aba|crba|rk4_step>          the bundled flexible_arm (7 coordinates)
+//   flexible_fd/<formulation>/<bodies>/<modes>   one forward-dynamics call on a chain of beams
+//   flexible_arm/<formulation|rk4_step>          the bundled flexible_arm (7 coordinates)
+// (every formulation of the registry, engine/formulations/formulations.h)
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -11,12 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/algorithms/aba.h"
-#include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 #include "engine/model/beam_modes.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "tests/support/random_model.h"
 
 namespace hilsim::bench {
@@ -66,17 +66,15 @@ struct States {
   }
 };
 
-void flexibleForwardDynamics(benchmark::State& state, bool articulated) {
+void flexibleForwardDynamics(benchmark::State& state, const FormulationInfo* f) {
   const int bodies = static_cast<int>(state.range(0));
   const int modes = static_cast<int>(state.range(1));
   const Model model = beamChain(bodies, modes);
-  Data data(model);
+  Data data(model, f->workspace);
   const States s(model);
   int k = 0;
   for (auto _ : state) {
-    const Eigen::VectorXd& qdd =
-        articulated ? aba(model, data, s.q[k], s.v[k], s.tau[k])
-                    : crbaForwardDynamics(model, data, s.q[k], s.v[k], s.tau[k]);
+    const Eigen::VectorXd& qdd = f->forward_dynamics(model, data, s.q[k], s.v[k], s.tau[k]);
     benchmark::DoNotOptimize(qdd.data());
     k = (k + 1) % kStates;
   }
@@ -88,10 +86,7 @@ void chainArguments(benchmark::internal::Benchmark* b) {
     for (int modes : {1, 2, 4, 8}) b->Args({bodies, modes});
 }
 
-BENCHMARK_CAPTURE(flexibleForwardDynamics, aba, true)->Apply(chainArguments)->Name("flexible_fd/aba");
-BENCHMARK_CAPTURE(flexibleForwardDynamics, crba, false)->Apply(chainArguments)->Name("flexible_fd/crba");
-
-void flexibleArm(benchmark::State& state, int which) {
+void flexibleArm(benchmark::State& state, const FormulationInfo* f) {
   const auto model = std::make_shared<const Model>(loadModel("flexible_arm"));
   Data data(*model);
   const States s(*model);
@@ -100,10 +95,8 @@ void flexibleArm(benchmark::State& state, int which) {
   const Eigen::VectorXd zero = Eigen::VectorXd::Zero(model->nv);
   int k = 0;
   for (auto _ : state) {
-    if (which == 0) {
-      benchmark::DoNotOptimize(aba(*model, data, s.q[k], s.v[k], s.tau[k]).data());
-    } else if (which == 1) {
-      benchmark::DoNotOptimize(crbaForwardDynamics(*model, data, s.q[k], s.v[k], s.tau[k]).data());
+    if (f != nullptr) {
+      benchmark::DoNotOptimize(f->forward_dynamics(*model, data, s.q[k], s.v[k], s.tau[k]).data());
     } else {
       if (k == 0) sim.setState(s.q[0], s.v[0]);  // keep the state bounded
       sim.step(zero);
@@ -114,9 +107,17 @@ void flexibleArm(benchmark::State& state, int which) {
   state.counters["nv"] = model->nv;
 }
 
-BENCHMARK_CAPTURE(flexibleArm, aba, 0)->Name("flexible_arm/aba");
-BENCHMARK_CAPTURE(flexibleArm, crba, 1)->Name("flexible_arm/crba");
-BENCHMARK_CAPTURE(flexibleArm, rk4_step, 2)->Name("flexible_arm/rk4_step");
+// One benchmark per formulation of the registry, named by it.
+[[maybe_unused]] const bool kRegistered = [] {
+  for (const FormulationInfo& f : formulations()) {
+    benchmark::RegisterBenchmark(("flexible_fd/" + std::string(f.name)).c_str(),
+                                 flexibleForwardDynamics, &f)
+        ->Apply(chainArguments);
+    benchmark::RegisterBenchmark(("flexible_arm/" + std::string(f.name)).c_str(), flexibleArm, &f);
+  }
+  benchmark::RegisterBenchmark("flexible_arm/rk4_step", flexibleArm, nullptr);
+  return true;
+}();
 
 }  // namespace
 }  // namespace hilsim::bench

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "hilsim/v1/udp.pb.h"
+#include "proto/engine_names.h"
 
 namespace hilsim::server {
 
@@ -238,7 +239,20 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   }
   if (!v1::SessionMode_IsValid(e.mode())) return "config.mode: unknown value";
   if (!v1::Formulation_IsValid(e.formulation())) return "config.formulation: unknown value";
+  // by name: a proto value this server's engine has no formulation for is refused, not run as
+  // another (engine/formulations/formulations.h)
+  if (const std::string name =
+          proto_names::engineName(v1::Formulation_descriptor(), e.formulation(), "FORMULATION_");
+      !parseFormulation(name)) {
+    return "config.formulation: " + v1::Formulation_Name(e.formulation()) +
+           " is not a formulation of this server (it runs " + formulationNames() + ")";
+  }
   if (!v1::Integrator_IsValid(e.integrator())) return "config.integrator: unknown value";
+  if (!parseIntegrator(
+          proto_names::engineName(v1::Integrator_descriptor(), e.integrator(), "INTEGRATOR_"))) {
+    return "config.integrator: " + v1::Integrator_Name(e.integrator()) +
+           " is not an integrator of this server";
+  }
   if (!v1::WatchdogPolicy_IsValid(watchdog->policy())) return "config.watchdog.policy: unknown value";
   if (!v1::OverrunPolicy_IsValid(overrun->policy())) return "config.overrun.policy: unknown value";
   if (!std::isfinite(watchdog->damping_gain()) || watchdog->damping_gain() < 0.0) {
@@ -305,12 +319,10 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   }
   c.control_rate = rate;
   c.substeps = static_cast<int>(e.substeps());
-  c.formulation = e.formulation() == v1::FORMULATION_CRBA ? Formulation::kCrba : Formulation::kAba;
-  switch (e.integrator()) {
-    case v1::INTEGRATOR_EULER: c.integrator = Integrator::kSemiImplicitEuler; break;
-    case v1::INTEGRATOR_IMEX_EULER: c.integrator = Integrator::kImexEuler; break;
-    default: c.integrator = Integrator::kRk4; break;
-  }
+  c.formulation = *parseFormulation(
+      proto_names::engineName(v1::Formulation_descriptor(), e.formulation(), "FORMULATION_"));
+  c.integrator = *parseIntegrator(
+      proto_names::engineName(v1::Integrator_descriptor(), e.integrator(), "INTEGRATOR_"));
   switch (watchdog->policy()) {
     case v1::WATCHDOG_POLICY_ZERO: c.watchdog.policy = rt::WatchdogPolicy::kZeroTorque; break;
     case v1::WATCHDOG_POLICY_DAMPING: c.watchdog.policy = rt::WatchdogPolicy::kDamping; break;

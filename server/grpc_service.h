@@ -62,6 +62,11 @@ class SimulationService final : public v1::Simulation::CallbackService {
   grpc::Status admit(grpc::CallbackServerContext* context) const;
   /// The session a request names, or the status to fail with.
   grpc::Status lookup(std::uint64_t session_id, std::shared_ptr<ServerSession>* session) const;
+  /// admit → lookup → act(session) → reply: the shape of every call on one session. `act`
+  /// returns the call's status.
+  template <typename Act>
+  grpc::ServerUnaryReactor* onSession(grpc::CallbackServerContext* context,
+                                      std::uint64_t session_id, Act&& act);
 
   SessionRegistry& registry_;
   const ServerConfig& config_;

@@ -1,8 +1,11 @@
 #include "client/cli/app.h"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 
@@ -15,6 +18,7 @@
 #include "client/cli/rt_probe.h"
 #include "client/cli/session_commands.h"
 #include "client/cli/text.h"
+#include "engine/formulations/formulations.h"
 #include "engine/io/model_loader.h"
 
 #ifndef HILSIM_VERSION
@@ -38,6 +42,14 @@ std::string environmentOr(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
+/// The server options' defaults, overridden by HILSIM_SERVER and HILSIM_ACCESS_TOKEN.
+ServerOptions serverOptionsFromEnvironment() {
+  ServerOptions server;
+  server.server = environmentOr("HILSIM_SERVER", server.server);
+  server.client.access_token = environmentOr("HILSIM_ACCESS_TOKEN", "");
+  return server;
+}
+
 /// --server, --token, --tls, --tls-ca and --json of the commands that talk to a server.
 void addServerOptions(CLI::App* command, ServerOptions& server) {
   command->add_option("--server", server.server,
@@ -52,12 +64,367 @@ void addServerOptions(CLI::App* command, ServerOptions& server) {
   command->add_flag("--json", server.json, "Print the response message as JSON");
 }
 
+/// `server` as given, with TLS switched on when --tls-ca names a root certificate.
+ServerOptions withImpliedTls(ServerOptions server) {
+  if (!server.client.tls_root_ca_file.empty()) server.client.tls = true;
+  return server;
+}
+
 std::string defaultModelOrEmpty() {
   try {
     return defaultModelName();
   } catch (...) {
     return "iiwa14";
   }
+}
+
+/// A (sub)command: its CLI11 app, and what runs when the command line selected it. `run` owns the
+/// values the options write to, so they outlive the parse.
+struct Command {
+  CLI::App* app;
+  std::function<void(std::ostream& out)> run;
+};
+
+/// Runs the first command the command line selected (CLI11 allows exactly one per level).
+void runSelected(const std::vector<Command>& commands, std::ostream& out) {
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    command.run(out);
+    return;
+  }
+}
+
+// hilsim info
+Command addInfoCommand(CLI::App& app) {
+  struct Args {
+    std::string model;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* info = app.add_subcommand("info", "Describe a model: sizes, mass, gravity, joints");
+  info->add_option("-m,--model", args->model, "Model file (.urdf, .yaml) or bundled model name")
+      ->required();
+  info->add_flag("--json", args->json, "Print one JSON document instead of text");
+  return {info, [args](std::ostream& out) {
+            const auto model = loadModelOrThrow(args->model);
+            writeModelInfo(*model, args->json, out, modelSource(args->model));
+          }};
+}
+
+// hilsim models
+Command addModelsCommand(CLI::App& app) {
+  CLI::App* models = app.add_subcommand("models", "List the bundled models (default first)");
+  return {models, [](std::ostream& out) { writeBundledModels(out); }};
+}
+
+// hilsim eval
+Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
+  struct Args {
+    std::string model, solver = "aba", input, output;
+    bool inverse = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* eval = app.add_subcommand(
+      "eval", "Batch dynamics over a CSV file: rows q,v,tau -> qdd (or q,v,qdd -> tau)");
+  eval->add_option("-m,--model", args->model, "Model file or bundled model name")->required();
+  eval->add_option("-s,--solver", args->solver, solver_help)
+      ->capture_default_str();
+  eval->add_option("-i,--input", args->input, "Input CSV (header row, then q, v, tau per row)")
+      ->required();
+  eval->add_option("-o,--output", args->output, "Output CSV (header row, then qdd or tau per row)")
+      ->required();
+  eval->add_flag("--inverse", args->inverse,
+                 "Inverse dynamics (RNEA): rows q, v, qdd -> tau; --solver is ignored");
+  return {eval, [args](std::ostream&) {
+            const Formulation formulation = parseSolverOrThrow(args->solver);
+            const auto model = loadModelOrThrow(args->model);
+            evalCsv(*model, formulation, args->inverse, args->input, args->output);
+          }};
+}
+
+/// The options of hilsim simulate as typed; numbers stay text until checked.
+struct SimulateArgs {
+  std::string model = defaultModelOrEmpty(), solver = "aba", integrator = "rk4";
+  std::string dt = "0.001", duration = "1.0", output, q0, v0;
+};
+
+void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
+  SimulateOptions options;
+  options.formulation = parseSolverOrThrow(args.solver);
+  options.integrator = parseIntegratorOrThrow(args.integrator);
+  options.dt = numberOption(args.dt, "--dt");
+  options.duration = numberOption(args.duration, "--duration");
+  options.q0 = args.q0;
+  options.v0 = args.v0;
+  options.output = args.output;
+  if (options.dt <= 0.0) throw CliError("--dt must be > 0, got " + args.dt, kExitUsage);
+  if (options.duration < 0.0) {
+    throw CliError("--duration must be >= 0, got " + args.duration, kExitUsage);
+  }
+  const auto model = loadModelOrThrow(args.model);
+  const SimulateSummary summary = simulate(model, options);
+  writeSimulateSummary(*model, options, summary, out);
+}
+
+// hilsim simulate
+Command addSimulateCommand(CLI::App& app, const std::string& solver_help) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* sim = app.add_subcommand(
+      "simulate", "Simulate from rest under zero joint forces; print a timing/energy summary");
+  sim->add_option("-m,--model", args->model, "Model file or bundled model name")
+      ->capture_default_str();
+  sim->add_option("-s,--solver", args->solver, solver_help)
+      ->capture_default_str();
+  sim->add_option("-I,--integrator", args->integrator,
+                  "Integrator: rk4, euler (semi-implicit) or imex_euler (models with massless "
+                  "bodies)")
+      ->capture_default_str();
+  sim->add_option("--dt", args->dt, "Time step [s], > 0")
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  sim->add_option("-T,--duration", args->duration, "Simulated time [s], >= 0")
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  sim->add_option("-o,--output", args->output, "Trajectory CSV: t, q..., v..., energy per step");
+  sim->add_option("--q0", args->q0, "Initial configuration: nq comma-separated values")
+      ->type_name("LIST");
+  sim->add_option("--v0", args->v0, "Initial velocity: nv comma-separated values")
+      ->type_name("LIST");
+  return {sim, [args](std::ostream& out) { runSimulateCommand(*args, out); }};
+}
+
+/// The options of hilsim rt-probe as typed; rate and duration stay text until checked.
+struct ProbeArgs {
+  std::string model = defaultModelOrEmpty(), rate = "1000", duration = "5";
+  std::string solver = "aba", integrator = "rk4";
+  int substeps = 1, priority = 0, cpu = -1;
+  bool json = false, no_mlock = false;
+};
+
+void runProbeCommand(const ProbeArgs& args, std::ostream& out) {
+  // the session's log lines go to stderr: stdout carries the report (or the JSON document)
+  spdlog::set_default_logger(spdlog::stderr_color_mt("hilsim"));
+  rt::ProbeOptions options;
+  options.rate = numberOption(args.rate, "--rate");
+  options.duration = numberOption(args.duration, "--duration");
+  if (options.rate < 100.0 || options.rate > 10000.0) {
+    throw CliError("--rate must be within 100 to 10000 Hz, got " + args.rate, kExitUsage);
+  }
+  if (options.duration <= 0.0 || options.duration > 3600.0) {
+    throw CliError("--duration must be > 0 and at most 3600 s, got " + args.duration, kExitUsage);
+  }
+  if (args.substeps < 1 || args.substeps > 1000) {
+    throw CliError("--substeps must be within 1 to 1000", kExitUsage);
+  }
+  if (args.priority < 0 || args.priority > 99) {
+    throw CliError("--priority must be within 0 to 99", kExitUsage);
+  }
+  options.formulation = parseSolverOrThrow(args.solver);
+  options.integrator = parseIntegratorOrThrow(args.integrator);
+  options.substeps = args.substeps;
+  options.thread.lock_memory = !args.no_mlock;
+  options.thread.fifo_priority = args.priority;
+  options.thread.cpu = args.cpu;
+  options.model = loadModelOrThrow(args.model);
+  options.model_name = args.model;
+  writeProbeReport(rt::runJitterProbe(options), args.json, out);
+}
+
+// hilsim rt-probe
+Command addProbeCommand(CLI::App& app, const std::string& solver_help) {
+  auto args = std::make_shared<ProbeArgs>();
+  CLI::App* probe = app.add_subcommand(
+      "rt-probe",
+      "Measure wake-up jitter: a bare clock_nanosleep loop, then hilsim's real-time loop on a "
+      "model, at the same rate; print both, their ratio and the loop overhead");
+  probe->add_option("-r,--rate", args->rate, "Control rate [Hz], 100 to 10000")
+      ->capture_default_str()
+      ->type_name("HZ");
+  probe->add_option("-T,--duration", args->duration, "Seconds per phase, > 0")
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  probe->add_option("-m,--model", args->model, "Model file or bundled model name")
+      ->capture_default_str();
+  probe->add_option("--substeps", args->substeps, "Physics steps per control cycle")
+      ->capture_default_str();
+  probe->add_option("-s,--solver", args->solver, solver_help)
+      ->capture_default_str();
+  probe->add_option("-I,--integrator", args->integrator, "Integrator: rk4, euler or imex_euler")
+      ->capture_default_str();
+  probe->add_option("--priority", args->priority,
+                    "SCHED_FIFO priority 1-99 for both loops (0: normal scheduling)")
+      ->capture_default_str();
+  probe->add_option("--cpu", args->cpu, "Pin both loops to this CPU (-1: no pinning)")
+      ->capture_default_str();
+  probe->add_flag("--no-mlock", args->no_mlock, "Do not lock memory (mlockall)");
+  probe->add_flag("--json", args->json, "Print one JSON document (times in ns)");
+  return {probe, [args](std::ostream& out) { runProbeCommand(*args, out); }};
+}
+
+/// The options of all hilsim session commands (each parse fills those of one command).
+struct SessionArgs {
+  ServerOptions server = serverOptionsFromEnvironment();
+  CreateOptions create;
+  std::string create_rate, id;
+};
+
+// hilsim session create
+Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<SessionArgs>& args,
+                                const std::string& solver_help) {
+  CreateOptions& create = args->create;
+  CLI::App* command = session.add_subcommand("create", "Create a session");
+  command->add_option("-m,--model", create.model, "Bundled model name")->required();
+  command->add_option("--mode", create.mode, "realtime, lockstep or free")
+      ->capture_default_str();
+  command->add_option("-r,--rate", args->create_rate,
+                      "Control rate [Hz], 100 to 10000 (default: the server's)")
+      ->type_name("HZ");
+  command->add_option("--substeps", create.substeps,
+                      "Physics steps per control cycle, 1 to 1000 "
+                      "(default: the server's)");
+  command->add_option("-s,--solver", create.solver, solver_help);
+  command->add_option("-I,--integrator", create.integrator, "rk4, euler or imex_euler");
+  command->add_option("--watchdog", create.watchdog, "hold, zero, damping or fault");
+  command->add_flag("--start", create.start, "Start the session at once");
+  addServerOptions(command, args->server);
+  return {command, [args](std::ostream& out) {
+            CreateOptions options = args->create;
+            if (!args->create_rate.empty()) {
+              options.rate = numberOption(args->create_rate, "--rate");
+            }
+            sessionCreate(withImpliedTls(args->server), options, out);
+          }};
+}
+
+// hilsim session start|pause|stop|reset|close|get|stats ID
+Command addSessionIdCommand(CLI::App& session, const std::shared_ptr<SessionArgs>& args,
+                            const std::string& action) {
+  const std::string help =
+      action == "get"     ? "Show a session: configuration, model, newest state"
+      : action == "stats" ? "Show a session's statistics"
+      : action == "close" ? "Stop and remove a session; print its final statistics"
+                          : "Send " + action + " to a session";
+  CLI::App* command = session.add_subcommand(action, help);
+  command->add_option("ID", args->id, "Session id")->required();
+  addServerOptions(command, args->server);
+  return {command, [args, action](std::ostream& out) {
+            const ServerOptions server = withImpliedTls(args->server);
+            const std::uint64_t id = parseSessionId(args->id);
+            if (action == "get") sessionGet(server, id, out);
+            else if (action == "stats") sessionStats(server, id, out);
+            else sessionAction(server, action, id, out);
+          }};
+}
+
+// hilsim session …
+Command addSessionCommand(CLI::App& app, const std::string& solver_help) {
+  auto args = std::make_shared<SessionArgs>();
+  CLI::App* session = app.add_subcommand(
+      "session", "Manage a server's sessions: create, start, pause, stop, reset, close, list, "
+                 "get, stats");
+  session->require_subcommand(1);
+  std::vector<Command> commands = {addSessionCreateCommand(*session, args, solver_help)};
+  for (const char* action : {"start", "pause", "stop", "reset", "close", "get", "stats"}) {
+    commands.push_back(addSessionIdCommand(*session, args, action));
+  }
+  CLI::App* list = session->add_subcommand("list", "List the server's sessions");
+  addServerOptions(list, args->server);
+  commands.push_back({list, [args](std::ostream& out) {
+                        sessionList(withImpliedTls(args->server), out);
+                      }});
+  return {session, [commands](std::ostream& out) { runSelected(commands, out); }};
+}
+
+/// The options of hilsim latency as typed; rate, duration and session id stay text until checked.
+struct LatencyArgs {
+  ServerOptions server = serverOptionsFromEnvironment();
+  LatencyOptions options;
+  std::string rate = "1000", duration = "10", session;
+  bool same_host = false, other_host = false;
+};
+
+void runLatencyCommand(const LatencyArgs& args, std::ostream& out) {
+  const ServerOptions server = withImpliedTls(args.server);
+  if (args.same_host && args.other_host) {
+    throw CliError("--same-host and --other-host exclude each other", kExitUsage);
+  }
+  LatencyOptions options = args.options;
+  options.server = server.server;
+  options.client = server.client;
+  options.json = server.json;
+  options.rate = numberOption(args.rate, "--rate");
+  options.duration = numberOption(args.duration, "--duration");
+  if (!args.session.empty()) options.session_id = parseSessionId(args.session);
+  if (args.same_host) options.same_host = true;
+  if (args.other_host) options.same_host = false;
+  latencyCommand(options, out);
+}
+
+// hilsim latency
+Command addLatencyCommand(CLI::App& app) {
+  auto args = std::make_shared<LatencyArgs>();
+  LatencyOptions& options = args->options;
+  CLI::App* latency = app.add_subcommand(
+      "latency", "Run a controller loop against a server over UDP or gRPC and report round "
+                 "trip, command age, loss and drift");
+  addServerOptions(latency, args->server);
+  latency->add_option("--transport", options.transport, "udp or grpc")
+      ->capture_default_str();
+  latency->add_option("-r,--rate", args->rate, "Controller rate [Hz] (and the new session's)")
+      ->capture_default_str()
+      ->type_name("HZ");
+  latency->add_option("-T,--duration", args->duration, "Seconds, > 0 and <= 3600")
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  latency->add_option("-m,--model", options.model,
+                      "Bundled model of the new session (default: the server's default)");
+  latency->add_option("--mode", options.mode, "realtime or lockstep")
+      ->capture_default_str();
+  latency->add_option("--session", args->session,
+                      "Use this running session instead of creating one");
+  latency->add_option("--udp-token", options.udp_token_hex,
+                      "The session's UDP token in hex (with --session over UDP)");
+  latency->add_option("--csv", options.csv, "Write one row per command to this file");
+  latency->add_option("--svg", options.svg,
+                      "Write a chart (histogram and time series) to this SVG file");
+  latency->add_flag("--same-host", args->same_host,
+                    "Client and server share a clock: report one-way times (default: when the "
+                    "server is on 127.0.0.1, ::1 or localhost)");
+  latency->add_flag("--other-host", args->other_host,
+                    "Client and server clocks differ: no one-way times");
+  return {latency, [args](std::ostream& out) { runLatencyCommand(*args, out); }};
+}
+
+/// Every top-level command, in the order of `hilsim --help`.
+std::vector<Command> addCommands(CLI::App& app) {
+  // the formulations the engine has, from its registry
+  const std::string solver_help =
+      "Forward-dynamics formulation: " + formulationNames(", ", " or ");
+  std::vector<Command> commands;
+  commands.push_back(addInfoCommand(app));
+  commands.push_back(addModelsCommand(app));
+  commands.push_back(addEvalCommand(app, solver_help));
+  commands.push_back(addSimulateCommand(app, solver_help));
+  commands.push_back(addProbeCommand(app, solver_help));
+  commands.push_back(addSessionCommand(app, solver_help));
+  commands.push_back(addLatencyCommand(app));
+  return commands;
+}
+
+/// A first word that is neither an option nor a command: say so (CLI11 would only say that a
+/// command is required).
+void rejectUnknownCommand(const std::vector<std::string>& args,
+                          const std::vector<Command>& commands) {
+  if (args.empty() || args.front().empty() || args.front().front() == '-') return;
+  std::string names;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    if (commands[i].app->get_name() == args.front()) return;
+    if (i > 0) names += i + 1 == commands.size() ? " or " : ", ";
+    names += commands[i].app->get_name();
+  }
+  throw CliError("unknown command '" + args.front() + "' (expected " + names +
+                     "; see hilsim --help)",
+                 kExitUsage);
 }
 
 }  // namespace
@@ -73,170 +440,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     app.set_version_flag("--version", versionString());
     app.require_subcommand(1);
     app.fallthrough(false);
-
-    // hilsim info
-    std::string info_model;
-    bool info_json = false;
-    CLI::App* info = app.add_subcommand("info", "Describe a model: sizes, mass, gravity, joints");
-    info->add_option("-m,--model", info_model, "Model file (.urdf, .yaml) or bundled model name")
-        ->required();
-    info->add_flag("--json", info_json, "Print one JSON document instead of text");
-
-    // hilsim models
-    CLI::App* models = app.add_subcommand("models", "List the bundled models (default first)");
-
-    // hilsim eval
-    std::string eval_model, eval_solver = "aba", eval_input, eval_output;
-    bool eval_inverse = false;
-    CLI::App* eval = app.add_subcommand(
-        "eval", "Batch dynamics over a CSV file: rows q,v,tau -> qdd (or q,v,qdd -> tau)");
-    eval->add_option("-m,--model", eval_model, "Model file or bundled model name")->required();
-    eval->add_option("-s,--solver", eval_solver, "Forward-dynamics formulation: aba or crba")
-        ->capture_default_str();
-    eval->add_option("-i,--input", eval_input, "Input CSV (header row, then q, v, tau per row)")
-        ->required();
-    eval->add_option("-o,--output", eval_output, "Output CSV (header row, then qdd or tau per row)")
-        ->required();
-    eval->add_flag("--inverse", eval_inverse,
-                   "Inverse dynamics (RNEA): rows q, v, qdd -> tau; --solver is ignored");
-
-    // hilsim simulate
-    std::string sim_model = defaultModelOrEmpty(), sim_solver = "aba", sim_integrator = "rk4";
-    std::string sim_dt = "0.001", sim_duration = "1.0", sim_output, sim_q0, sim_v0;
-    CLI::App* sim = app.add_subcommand(
-        "simulate", "Simulate from rest under zero joint forces; print a timing/energy summary");
-    sim->add_option("-m,--model", sim_model, "Model file or bundled model name")
-        ->capture_default_str();
-    sim->add_option("-s,--solver", sim_solver, "Forward-dynamics formulation: aba or crba")
-        ->capture_default_str();
-    sim->add_option("-I,--integrator", sim_integrator,
-                    "Integrator: rk4, euler (semi-implicit) or imex_euler (models with massless "
-                    "bodies)")
-        ->capture_default_str();
-    sim->add_option("--dt", sim_dt, "Time step [s], > 0")->capture_default_str()->type_name("SECONDS");
-    sim->add_option("-T,--duration", sim_duration, "Simulated time [s], >= 0")
-        ->capture_default_str()
-        ->type_name("SECONDS");
-    sim->add_option("-o,--output", sim_output, "Trajectory CSV: t, q..., v..., energy per step");
-    sim->add_option("--q0", sim_q0, "Initial configuration: nq comma-separated values")
-        ->type_name("LIST");
-    sim->add_option("--v0", sim_v0, "Initial velocity: nv comma-separated values")->type_name("LIST");
-
-    // hilsim rt-probe
-    std::string probe_model = defaultModelOrEmpty(), probe_rate = "1000", probe_duration = "5";
-    std::string probe_solver = "aba", probe_integrator = "rk4";
-    int probe_substeps = 1, probe_priority = 0, probe_cpu = -1;
-    bool probe_json = false, probe_no_mlock = false;
-    CLI::App* probe = app.add_subcommand(
-        "rt-probe",
-        "Measure wake-up jitter: a bare clock_nanosleep loop, then hilsim's real-time loop on a "
-        "model, at the same rate; print both, their ratio and the loop overhead");
-    probe->add_option("-r,--rate", probe_rate, "Control rate [Hz], 100 to 10000")
-        ->capture_default_str()
-        ->type_name("HZ");
-    probe->add_option("-T,--duration", probe_duration, "Seconds per phase, > 0")
-        ->capture_default_str()
-        ->type_name("SECONDS");
-    probe->add_option("-m,--model", probe_model, "Model file or bundled model name")
-        ->capture_default_str();
-    probe->add_option("--substeps", probe_substeps, "Physics steps per control cycle")
-        ->capture_default_str();
-    probe->add_option("-s,--solver", probe_solver, "Forward-dynamics formulation: aba or crba")
-        ->capture_default_str();
-    probe->add_option("-I,--integrator", probe_integrator, "Integrator: rk4, euler or imex_euler")
-        ->capture_default_str();
-    probe->add_option("--priority", probe_priority,
-                      "SCHED_FIFO priority 1-99 for both loops (0: normal scheduling)")
-        ->capture_default_str();
-    probe->add_option("--cpu", probe_cpu, "Pin both loops to this CPU (-1: no pinning)")
-        ->capture_default_str();
-    probe->add_flag("--no-mlock", probe_no_mlock, "Do not lock memory (mlockall)");
-    probe->add_flag("--json", probe_json, "Print one JSON document (times in ns)");
-
-    // hilsim session …
-    ServerOptions server;
-    server.server = environmentOr("HILSIM_SERVER", server.server);
-    server.client.access_token = environmentOr("HILSIM_ACCESS_TOKEN", "");
-    CLI::App* session = app.add_subcommand(
-        "session", "Manage a server's sessions: create, start, pause, stop, reset, close, list, "
-                   "get, stats");
-    session->require_subcommand(1);
-    CreateOptions create;
-    std::string create_rate, session_id_text;
-    CLI::App* session_create = session->add_subcommand("create", "Create a session");
-    session_create->add_option("-m,--model", create.model, "Bundled model name")->required();
-    session_create->add_option("--mode", create.mode, "realtime, lockstep or free")
-        ->capture_default_str();
-    session_create->add_option("-r,--rate", create_rate,
-                               "Control rate [Hz], 100 to 10000 (default: the server's)")
-        ->type_name("HZ");
-    session_create->add_option("--substeps", create.substeps,
-                               "Physics steps per control cycle, 1 to 1000 "
-                               "(default: the server's)");
-    session_create->add_option("-s,--solver", create.solver, "aba or crba");
-    session_create->add_option("-I,--integrator", create.integrator, "rk4, euler or imex_euler");
-    session_create->add_option("--watchdog", create.watchdog, "hold, zero, damping or fault");
-    session_create->add_flag("--start", create.start, "Start the session at once");
-    addServerOptions(session_create, server);
-    std::vector<CLI::App*> session_actions;
-    for (const char* action : {"start", "pause", "stop", "reset", "close", "get", "stats"}) {
-      const std::string help =
-          std::string(action) == "get"     ? "Show a session: configuration, model, newest state"
-          : std::string(action) == "stats" ? "Show a session's statistics"
-          : std::string(action) == "close" ? "Stop and remove a session; print its final statistics"
-                                           : std::string("Send ") + action + " to a session";
-      CLI::App* command = session->add_subcommand(action, help);
-      command->add_option("ID", session_id_text, "Session id")->required();
-      addServerOptions(command, server);
-      session_actions.push_back(command);
-    }
-    CLI::App* session_list = session->add_subcommand("list", "List the server's sessions");
-    addServerOptions(session_list, server);
-
-    // hilsim latency
-    LatencyOptions latency_options;
-    std::string latency_rate = "1000", latency_duration = "10", latency_session;
-    bool latency_same_host = false, latency_other_host = false;
-    CLI::App* latency = app.add_subcommand(
-        "latency", "Run a controller loop against a server over UDP or gRPC and report round "
-                   "trip, command age, loss and drift");
-    addServerOptions(latency, server);
-    latency->add_option("--transport", latency_options.transport, "udp or grpc")
-        ->capture_default_str();
-    latency->add_option("-r,--rate", latency_rate, "Controller rate [Hz] (and the new session's)")
-        ->capture_default_str()
-        ->type_name("HZ");
-    latency->add_option("-T,--duration", latency_duration, "Seconds, > 0 and <= 3600")
-        ->capture_default_str()
-        ->type_name("SECONDS");
-    latency->add_option("-m,--model", latency_options.model,
-                        "Bundled model of the new session (default: the server's default)");
-    latency->add_option("--mode", latency_options.mode, "realtime or lockstep")
-        ->capture_default_str();
-    latency->add_option("--session", latency_session,
-                        "Use this running session instead of creating one");
-    latency->add_option("--udp-token", latency_options.udp_token_hex,
-                        "The session's UDP token in hex (with --session over UDP)");
-    latency->add_option("--csv", latency_options.csv, "Write one row per command to this file");
-    latency->add_option("--svg", latency_options.svg,
-                        "Write a chart (histogram and time series) to this SVG file");
-    latency->add_flag("--same-host", latency_same_host,
-                      "Client and server share a clock: report one-way times (default: when the "
-                      "server is on 127.0.0.1, ::1 or localhost)");
-    latency->add_flag("--other-host", latency_other_host,
-                      "Client and server clocks differ: no one-way times");
-
-    // a first word that is neither an option nor a command: say so (CLI11 would only say that a
-    // command is required)
-    if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
-        args.front() != "info" && args.front() != "models" && args.front() != "eval" &&
-        args.front() != "simulate" && args.front() != "rt-probe" && args.front() != "session" &&
-        args.front() != "latency") {
-      throw CliError("unknown command '" + args.front() +
-                         "' (expected info, models, eval, simulate, rt-probe, session or latency; "
-                         "see hilsim --help)",
-                     kExitUsage);
-    }
+    const std::vector<Command> commands = addCommands(app);
+    rejectUnknownCommand(args, commands);
 
     // CLI11 wants argv order with the program name removed: parse(vector) takes them reversed
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -249,91 +454,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       return kExitUsage;
     }
 
-    if (info->parsed()) {
-      const auto model = loadModelOrThrow(info_model);
-      writeModelInfo(*model, info_json, out, modelSource(info_model));
-    } else if (models->parsed()) {
-      writeBundledModels(out);
-    } else if (eval->parsed()) {
-      const Formulation formulation = parseSolverOrThrow(eval_solver);
-      const auto model = loadModelOrThrow(eval_model);
-      evalCsv(*model, formulation, eval_inverse, eval_input, eval_output);
-    } else if (sim->parsed()) {
-      SimulateOptions options;
-      options.formulation = parseSolverOrThrow(sim_solver);
-      options.integrator = parseIntegratorOrThrow(sim_integrator);
-      options.dt = numberOption(sim_dt, "--dt");
-      options.duration = numberOption(sim_duration, "--duration");
-      options.q0 = sim_q0;
-      options.v0 = sim_v0;
-      options.output = sim_output;
-      if (options.dt <= 0.0) throw CliError("--dt must be > 0, got " + sim_dt, kExitUsage);
-      if (options.duration < 0.0) {
-        throw CliError("--duration must be >= 0, got " + sim_duration, kExitUsage);
-      }
-      const auto model = loadModelOrThrow(sim_model);
-      const SimulateSummary summary = simulate(model, options);
-      writeSimulateSummary(*model, options, summary, out);
-    } else if (probe->parsed()) {
-      // the session's log lines go to stderr: stdout carries the report (or the JSON document)
-      spdlog::set_default_logger(spdlog::stderr_color_mt("hilsim"));
-      rt::ProbeOptions options;
-      options.rate = numberOption(probe_rate, "--rate");
-      options.duration = numberOption(probe_duration, "--duration");
-      if (options.rate < 100.0 || options.rate > 10000.0) {
-        throw CliError("--rate must be within 100 to 10000 Hz, got " + probe_rate, kExitUsage);
-      }
-      if (options.duration <= 0.0 || options.duration > 3600.0) {
-        throw CliError("--duration must be > 0 and at most 3600 s, got " + probe_duration,
-                       kExitUsage);
-      }
-      if (probe_substeps < 1 || probe_substeps > 1000) {
-        throw CliError("--substeps must be within 1 to 1000", kExitUsage);
-      }
-      if (probe_priority < 0 || probe_priority > 99) {
-        throw CliError("--priority must be within 0 to 99", kExitUsage);
-      }
-      options.formulation = parseSolverOrThrow(probe_solver);
-      options.integrator = parseIntegratorOrThrow(probe_integrator);
-      options.substeps = probe_substeps;
-      options.thread.lock_memory = !probe_no_mlock;
-      options.thread.fifo_priority = probe_priority;
-      options.thread.cpu = probe_cpu;
-      options.model = loadModelOrThrow(probe_model);
-      options.model_name = probe_model;
-      writeProbeReport(rt::runJitterProbe(options), probe_json, out);
-    } else if (session->parsed()) {
-      if (!server.client.tls_root_ca_file.empty()) server.client.tls = true;
-      if (session_create->parsed()) {
-        if (!create_rate.empty()) create.rate = numberOption(create_rate, "--rate");
-        sessionCreate(server, create, out);
-      } else if (session_list->parsed()) {
-        sessionList(server, out);
-      } else {
-        for (CLI::App* command : session_actions) {
-          if (!command->parsed()) continue;
-          const std::uint64_t id = parseSessionId(session_id_text);
-          const std::string action = command->get_name();
-          if (action == "get") sessionGet(server, id, out);
-          else if (action == "stats") sessionStats(server, id, out);
-          else sessionAction(server, action, id, out);
-        }
-      }
-    } else if (latency->parsed()) {
-      if (!server.client.tls_root_ca_file.empty()) server.client.tls = true;
-      if (latency_same_host && latency_other_host) {
-        throw CliError("--same-host and --other-host exclude each other", kExitUsage);
-      }
-      latency_options.server = server.server;
-      latency_options.client = server.client;
-      latency_options.json = server.json;
-      latency_options.rate = numberOption(latency_rate, "--rate");
-      latency_options.duration = numberOption(latency_duration, "--duration");
-      if (!latency_session.empty()) latency_options.session_id = parseSessionId(latency_session);
-      if (latency_same_host) latency_options.same_host = true;
-      if (latency_other_host) latency_options.same_host = false;
-      latencyCommand(latency_options, out);
-    }
+    runSelected(commands, out);
     out.flush();
     return kExitOk;
   } catch (const CliError& e) {

@@ -6,12 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace hilsim::cli {
+#include "client/cli/errors.h"  // the exit codes
 
-/// Exit codes of `hilsim` (docs/CLI.md).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;  ///< bad model, input file, output file, diverged run
-inline constexpr int kExitUsage = 2;    ///< bad command line: unknown option/solver, dt <= 0, ...
+namespace hilsim::cli {
 
 /// Runs `hilsim` with `args` (without the program name). Normal output goes to `out`; on failure
 /// exactly one line "hilsim: error: <message>" goes to `err`. Never throws.

@@ -4,11 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <new>
+#include <optional>
 #include <sstream>
 
 #include "client/cli/csv.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/rnea.h"
+#include "engine/formulations/formulations.h"
 #include "engine/io/model_loader.h"
 
 namespace hilsim::cli {
@@ -238,6 +241,24 @@ std::string general(double value, int precision = 10) {
   return buffer;
 }
 
+// Why a Simulator could not be built: the only large reservation is a formulation's nv × nv
+// workspace, so name it and the formulations that do without.
+std::string workspaceTooLarge(const Model& model, Formulation formulation) {
+  const FormulationInfo& info = formulationInfo(formulation);
+  if (!holds(info.workspace, DataWorkspace::kJointSpaceInertia)) return "out of memory";
+  const double gigabytes = 2.0 * 8.0 * double(model.nv) * double(model.nv) / 1e9;
+  std::string linear;
+  int linear_count = 0;
+  for (const FormulationInfo& f : formulations()) {
+    if (holds(f.workspace, DataWorkspace::kJointSpaceInertia)) continue;
+    linear += (linear.empty() ? "'" : ", '") + std::string(f.name) + "'";
+    ++linear_count;
+  }
+  return "out of memory: formulation '" + std::string(info.name) + "' reserves two nv x nv " +
+         "matrices (nv = " + std::to_string(model.nv) + ": " + general(gigabytes, 3) +
+         " GB); " + linear + (linear_count == 1 ? " needs" : " need") + " O(n) memory";
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name) {
@@ -253,7 +274,8 @@ std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name) {
 
 Formulation parseSolverOrThrow(const std::string& name) {
   if (const auto f = parseFormulation(name)) return *f;
-  throw CliError("unknown solver '" + name + "' (expected aba or crba)", 2);
+  throw CliError("unknown solver '" + name + "' (expected " + formulationNames(", ", " or ") + ")",
+                 2);
 }
 
 Integrator parseIntegratorOrThrow(const std::string& name) {
@@ -300,13 +322,16 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
   for (const auto& l : prefixed("v_", v_labels)) labels.push_back(l);
   for (const auto& l : prefixed(in_prefix, v_labels)) labels.push_back(l);
 
-  if (!inverse && model.nalgebraic > 0 && formulation != Formulation::kAba)
-    throw CliError(checkSimulatorChoice(model, formulation, Integrator::kImexEuler), 2);
+  if (!inverse) {
+    if (const std::string why = checkFormulation(model, formulation); !why.empty())
+      throw CliError(why, 2);
+  }
   const NumericTable table = readNumericCsv(input_path, labels);
 
   const int nq = model.nq;
   const int nv = model.nv;
-  Data data(model);
+  // inverse dynamics (rnea) needs the per-body buffers only
+  Data data(model, inverse ? DataWorkspace::kPerBody : formulationInfo(formulation).workspace);
   Eigen::VectorXd q(nq), v(nv), x(nv);
   std::string text;
   appendCsvHeader(text, out_prefix, v_labels);
@@ -401,7 +426,13 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
   if (const std::string why = checkSimulatorChoice(model, options.formulation, options.integrator);
       !why.empty())
     throw CliError(why, 2);
-  Simulator sim(model_ptr, options.formulation, options.integrator, options.dt);
+  std::optional<Simulator> constructed;
+  try {
+    constructed.emplace(model_ptr, options.formulation, options.integrator, options.dt);
+  } catch (const std::bad_alloc&) {
+    throw CliError(workspaceTooLarge(model, options.formulation), 1);
+  }
+  Simulator& sim = *constructed;
   sim.setState(q, v);
   const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "client/cli/app.h"
 #include "client/cli/csv.h"
+#include "client/cli/errors.h"
 #include "client/cli/session_commands.h"
 #include "client/cli/text.h"
 #include "client/udp_controller.h"

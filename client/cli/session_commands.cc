@@ -6,9 +6,11 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include "client/cli/app.h"
+#include "client/cli/errors.h"
 #include "client/cli/latency.h"
 #include "client/cli/text.h"
+#include "engine/formulations/formulations.h"
+#include "proto/engine_names.h"
 
 namespace hilsim::cli {
 namespace {
@@ -247,8 +249,17 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
     c.set_substeps(static_cast<std::uint32_t>(o.substeps));
   }
   if (!o.solver.empty()) {
-    c.set_formulation(parseEnumOrThrow<v1::Formulation>(
-        o.solver, "--solver", {{"aba", v1::FORMULATION_ABA}, {"crba", v1::FORMULATION_CRBA}}));
+    // the engine's names (the registry), carried by the proto value of the same name
+    const std::optional<int> value =
+        parseFormulation(o.solver)
+            ? proto_names::protoValue(v1::Formulation_descriptor(), "FORMULATION_", o.solver)
+            : std::nullopt;
+    if (!value) {
+      throw CliError("--solver: unknown value '" + o.solver + "' (expected " +
+                         formulationNames() + ")",
+                     kExitUsage);
+    }
+    c.set_formulation(static_cast<v1::Formulation>(*value));
   }
   if (!o.integrator.empty()) {
     c.set_integrator(parseEnumOrThrow<v1::Integrator>(

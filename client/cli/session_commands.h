@@ -28,7 +28,7 @@ struct CreateOptions {
   std::string mode = "realtime";    ///< realtime, lockstep or free
   double rate = 0.0;                ///< control rate [Hz]; 0: the server's default
   int substeps = 0;                 ///< physics steps per cycle; 0: the server's default
-  std::string solver;               ///< aba or crba; empty: the server's default
+  std::string solver;               ///< a formulation name (formulations()); empty: the server's default
   std::string integrator;           ///< rk4 or euler; empty: the server's default
   std::string watchdog;             ///< hold, zero, damping or fault; empty: the server's default
   bool start = false;               ///< start the session at once

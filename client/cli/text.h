@@ -7,21 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "client/cli/errors.h"
 #include "engine/model/model.h"
 
 namespace hilsim::cli {
-
-/// A problem the CLI reports as one line on stderr, then exits with `exit_code`: 2 for a misuse of
-/// the command line (unknown solver, dt ≤ 0, ...), 1 for everything else (files, models, data).
-class CliError : public std::runtime_error {
- public:
-  explicit CliError(const std::string& message, int exit_code = 1)
-      : std::runtime_error(message), exit_code_(exit_code) {}
-  int exitCode() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
 
 /// Largest accepted deviation of a quaternion's norm from 1 in any input (CSV rows, --q0); inputs
 /// within it are renormalised, inputs beyond it are rejected.

@@ -1,4 +1,10 @@
 // Articulated-body forward dynamics (seed 004 §6–7: eqs. (6.1), (7.2), (7.3) with n_m = 0; RBDA §7.3).
+// References:
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
+//   Arnold, "A recursive multibody formalism for systems with small mass and inertia
+//   terms" (2013) [seed 003]
 #pragma once
 
 #include <span>

@@ -5,6 +5,10 @@
 //    first loop of Table 7.1);
 //  - inward: the joint step of (6.1) and (7.2) and the articulated inertia and bias handed to the
 //    parent.
+// References:
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
 #pragma once
 
 #include "engine/model/data.h"

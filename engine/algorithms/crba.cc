@@ -1,5 +1,7 @@
 #include "engine/algorithms/crba.h"
 
+#include <cassert>
+
 #include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/joint_kinematics.h"
 
@@ -7,6 +9,7 @@ namespace hilsim {
 
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorXd& q) {
   assert(q.size() == model.nq);
+  assert(holds(data.workspace, DataWorkspace::kJointSpaceInertia));
   if (model.has_flexible_bodies) return flexibleCrba(model, data, q);
   // outward sweep: poses, motion subspaces and body inertias in W
   for (int i = 1; i < model.nbodies; ++i) {
@@ -19,6 +22,7 @@ const Eigen::MatrixXd& crba(const Model& model, Data& data, const Eigen::VectorX
 namespace detail {
 
 const Eigen::MatrixXd& crbaInwardSweep(const Model& model, Data& data) {
+  assert(holds(data.workspace, DataWorkspace::kJointSpaceInertia));
   if (model.has_flexible_bodies) return flexibleCrbaInwardSweep(model, data);
   // R(k) = M(k) to start the composite inertias
   for (int i = 1; i < model.nbodies; ++i) data.inertia_W[i].matrix(data.P_W[i]);

@@ -1,5 +1,9 @@
 // Forward dynamics by composite bodies: form M (crba) and C (rnea with q̈ = 0), solve
 // M q̈ = τ − C with the tree LᵀDL factorisation (seed 004 eq. (5.1); RBDA §6.1).
+// References:
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
 #pragma once
 
 #include <span>

@@ -1,4 +1,8 @@
 // Mechanical energy of the system.
+// References:
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
 #pragma once
 
 #include "engine/model/data.h"

@@ -6,6 +6,9 @@
 // Coordinates of a flexible body: its joint's, then its modal coordinates η (Model::idxModesQ).
 // Generalized forces `tau` include the modal ones (zero for an unloaded structure). External loads:
 // `f_ext_B` on body frames as for rigid bodies, and `nodal_forces` at nodes of flexible bodies.
+// References:
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
 #pragma once
 
 #include <span>

@@ -7,6 +7,9 @@
 //   V(k) = V(λ) + Ψ_t η̇_λ + S θ̇ − Ψ_d η̇_k,
 // with Ψ_t the twist of the parent node the joint attaches at and Ψ_d that of body k's own hinge
 // node, per unit modal rate (docs/FLEXIBLE.md).
+// References:
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
 #pragma once
 
 #include <span>

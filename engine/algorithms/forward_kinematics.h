@@ -1,4 +1,6 @@
 // Forward kinematics: pose, velocity and acceleration of every body.
+// References:
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
 #pragma once
 
 #include "engine/model/data.h"

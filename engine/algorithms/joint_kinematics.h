@@ -1,5 +1,9 @@
 // The per-joint kinematic step shared by every recursive algorithm (RBDA §4.4 jcalc followed by
 // the outward position/velocity recursion of seed 004 (3.13)), written once.
+// References:
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
 #pragma once
 
 #include <cassert>

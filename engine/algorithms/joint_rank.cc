@@ -10,7 +10,7 @@
 
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/joint_kinematics.h"
-#include "engine/integrators/algebraic_velocity.h"
+#include "engine/algorithms/algebraic_velocity.h"
 
 namespace hilsim {
 

@@ -1,4 +1,7 @@
 // Rank analysis of massless joint motion (seed 003), run once by ModelBuilder.
+// References:
+//   Arnold, "A recursive multibody formalism for systems with small mass and inertia
+//   terms" (2013) [seed 003]
 #pragma once
 
 #include "engine/model/model.h"

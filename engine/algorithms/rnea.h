@@ -1,4 +1,8 @@
 // Recursive Newton–Euler inverse dynamics (seed 004 §4 eq. (4.1) with n_m = 0; RBDA §5.3).
+// References:
+//   Jain, Rodriguez, "Recursive Dynamics for Flexible Multibody Systems Using Spatial
+//   Operators", JPL Publication 90-26 (1990) [seed 004]
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
 #pragma once
 
 #include <span>

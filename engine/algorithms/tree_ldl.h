@@ -1,5 +1,7 @@
 // Sparse LᵀDL factorisation of a joint-space inertia matrix on the tree's sparsity pattern
 // (RBDA §6.5, Table 6.3): O(n d²) for depth d, allocation-free.
+// References:
+//   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
 #pragma once
 
 #include "engine/model/data.h"

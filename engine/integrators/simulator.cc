@@ -4,31 +4,16 @@
 #include <stdexcept>
 
 #include "engine/algorithms/aba.h"
-#include "engine/algorithms/crba_forward_dynamics.h"
 #include "engine/algorithms/energy.h"
-#include "engine/integrators/configuration.h"
+#include "engine/model/configuration.h"
 
 namespace hilsim {
-
-std::optional<Formulation> parseFormulation(std::string_view name) {
-  if (name == "aba") return Formulation::kAba;
-  if (name == "crba") return Formulation::kCrba;
-  return std::nullopt;
-}
 
 std::optional<Integrator> parseIntegrator(std::string_view name) {
   if (name == "euler" || name == "semi-implicit-euler") return Integrator::kSemiImplicitEuler;
   if (name == "rk4") return Integrator::kRk4;
   if (name == "imex_euler" || name == "imex-euler") return Integrator::kImexEuler;
   return std::nullopt;
-}
-
-std::string_view formulationName(Formulation f) {
-  switch (f) {
-    case Formulation::kAba: return "aba";
-    case Formulation::kCrba: return "crba";
-  }
-  return "unknown";
 }
 
 std::string_view integratorName(Integrator i) {
@@ -40,33 +25,28 @@ std::string_view integratorName(Integrator i) {
   return "unknown";
 }
 
+std::span<const Integrator> integrators() {
+  static constexpr Integrator kAll[] = {Integrator::kRk4, Integrator::kSemiImplicitEuler,
+                                        Integrator::kImexEuler};
+  return kAll;
+}
+
 std::string checkSimulatorChoice(const Model& model, Formulation formulation,
                                  Integrator integrator) {
-  if (model.nalgebraic == 0) return {};
+  if (std::string why = checkFormulation(model, formulation); !why.empty()) return why;
+  if (model.nalgebraic == 0 || integrator == Integrator::kImexEuler) return {};
   std::string joint;
   for (int i = 1; i < model.nbodies && joint.empty(); ++i)
     if (model.idx_algebraic[i] >= 0) joint = model.joint_names[i];
-  const std::string why = "model '" + model.name + "' has massless joint motion (joint '" + joint +
-                          "'): its mass matrix is singular, ";
-  if (formulation != Formulation::kAba) return why + "so it needs formulation 'aba'";
-  if (integrator != Integrator::kImexEuler) return why + "so it needs integrator 'imex_euler'";
-  return {};
-}
-
-const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model, Data& data,
-                                       const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                                       const Eigen::VectorXd& tau) {
-  switch (formulation) {
-    case Formulation::kAba: return aba(model, data, q, v, tau);
-    case Formulation::kCrba: return crbaForwardDynamics(model, data, q, v, tau);
-  }
-  return data.qdd;
+  return "model '" + model.name + "' has massless joint motion (joint '" + joint +
+         "'): its mass matrix is singular, so it needs integrator 'imex_euler'";
 }
 
 Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation,
-                     Integrator integrator, double dt)
+                     Integrator integrator, double dt,
+                     std::unique_ptr<ConstraintStage> constraints)
     : model_(std::move(model)),
-      data_(*model_),
+      data_(*model_, formulationInfo(formulation).workspace),
       formulation_(formulation),
       integrator_(integrator),
       dt_(dt),
@@ -81,7 +61,8 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       a_sum_(v_),
       algebraic_(*model_),
       last_tau_(Eigen::VectorXd::Zero(model_->nv)),
-      gamma_(Eigen::VectorXd::Zero(model_->nalgebraic)) {
+      gamma_(Eigen::VectorXd::Zero(model_->nalgebraic)),
+      constraints_(std::move(constraints)) {
   if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
     throw std::invalid_argument(why);
   makeVelocityConsistent(last_tau_);
@@ -110,18 +91,26 @@ void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   makeVelocityConsistent(last_tau_);
 }
 
+const Eigen::VectorXd& Simulator::accelerations(const Eigen::VectorXd& q,
+                                                const Eigen::VectorXd& v,
+                                                const Eigen::VectorXd& tau) {
+  forwardDynamics(formulation_, *model_, data_, q, v, tau);
+  if (constraints_) constraints_->accelerations(*model_, data_, q, v, tau, data_.qdd);
+  return data_.qdd;
+}
+
 void Simulator::step(const Eigen::VectorXd& tau) {
   const Model& model = *model_;
   const double h = dt_;
   switch (integrator_) {
     case Integrator::kSemiImplicitEuler: {
-      qdd_ = forwardDynamics(formulation_, model, data_, q_, v_, tau);
+      qdd_ = accelerations(q_, v_, tau);
       v_ += h * qdd_;
       integrateConfiguration(model, q_, v_, h, q_);
       break;
     }
     case Integrator::kImexEuler: {
-      qdd_ = forwardDynamics(formulation_, model, data_, q_, v_, tau);
+      qdd_ = accelerations(q_, v_, tau);
       if (model.nalgebraic > 0) algebraic_.capture(model, data_);  // L at q_n, from this aba
       v_ += h * qdd_;
       // v_{n+1} = v_n + h q̈ + L x with γ(q_n ⊕ h v_{n+1}, v_{n+1}) = 0 (linearly implicit)
@@ -146,7 +135,7 @@ void Simulator::step(const Eigen::VectorXd& tau) {
           integrateConfiguration(model, q_, theta_, 1.0, q_stage_);
           v_stage_ = v_ + (c * h) * data_.qdd;
         }
-        const Eigen::VectorXd& a = forwardDynamics(formulation_, model, data_, q_stage_, v_stage_, tau);
+        const Eigen::VectorXd& a = accelerations(q_stage_, v_stage_, tau);
         if (stage == 0) qdd_ = a;
         tangentRate(model, theta_, v_stage_, theta_rate_);
         theta_sum_ += kWeight[stage] * theta_rate_;
@@ -158,6 +147,7 @@ void Simulator::step(const Eigen::VectorXd& tau) {
       break;
     }
   }
+  if (constraints_) constraints_->project(model, data_, q_, v_);
   time_ += h;
   last_tau_ = tau;
 }

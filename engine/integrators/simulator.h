@@ -3,19 +3,16 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
-#include "engine/integrators/algebraic_velocity.h"
+#include "engine/constraints/constraint_stage.h"
+#include "engine/formulations/formulations.h"
+#include "engine/algorithms/algebraic_velocity.h"
 #include "engine/model/data.h"
 
 namespace hilsim {
-
-/// Forward-dynamics formulations; every one gives the same q̈ on the same model and state.
-enum class Formulation {
-  kAba,   ///< articulated body, O(n) (aba.h)
-  kCrba,  ///< composite body + tree LᵀDL (crba_forward_dynamics.h)
-};
 
 /// Fixed-step integrators.
 enum class Integrator {
@@ -30,29 +27,27 @@ enum class Integrator {
                        ///< motion (Model::nalgebraic = 0); the only integrator for one with it.
 };
 
-std::optional<Formulation> parseFormulation(std::string_view name);   ///< "aba", "crba"
 std::optional<Integrator> parseIntegrator(std::string_view name);  ///< "euler", "rk4", "imex_euler"
-std::string_view formulationName(Formulation f);
 std::string_view integratorName(Integrator i);
 
-/// Empty when the formulation and integrator can run the model; otherwise why not. A model with
-/// massless joint motion (Model::nalgebraic > 0) has a singular mass matrix: it needs `aba` (the
-/// rank-deficient recursion of seed 003) and `imex_euler`.
-std::string checkSimulatorChoice(const Model& model, Formulation formulation, Integrator integrator);
+/// Every integrator, in the order help texts list them.
+std::span<const Integrator> integrators();
 
-/// Forward dynamics with the chosen formulation; result in data.qdd.
-const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model, Data& data,
-                                       const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                                       const Eigen::VectorXd& tau);
+/// Empty when the formulation and integrator can run the model; otherwise why not. The
+/// formulation's capabilities are checked by checkFormulation(); a model with massless joint
+/// motion (Model::nalgebraic > 0) also needs the integrator `imex_euler`.
+std::string checkSimulatorChoice(const Model& model, Formulation formulation, Integrator integrator);
 
 /// Advances (q, v, t) by a fixed step under joint forces tau. `step` is allocation-free, lock-free
 /// and does not throw; the state starts at the neutral configuration at rest (with consistent
 /// massless velocities).
 class Simulator {
  public:
-  /// Throws std::invalid_argument with the reason of checkSimulatorChoice.
+  /// Throws std::invalid_argument with the reason of checkSimulatorChoice. `constraints`: the
+  /// constraint stage run after every forward-dynamics evaluation and every step (none: the tree
+  /// alone).
   Simulator(std::shared_ptr<const Model> model, Formulation formulation, Integrator integrator,
-            double dt);
+            double dt, std::unique_ptr<ConstraintStage> constraints = nullptr);
 
   /// One step of length dt() with joint forces tau (nv) held constant over it.
   void step(const Eigen::VectorXd& tau);
@@ -81,6 +76,10 @@ class Simulator {
   double energy();
 
  private:
+  /// q̈ at (q, v) under tau: the formulation's, then the constraint stage's. Into data_.qdd.
+  const Eigen::VectorXd& accelerations(const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                                       const Eigen::VectorXd& tau);
+
   std::shared_ptr<const Model> model_;
   Data data_;
   Formulation formulation_;
@@ -93,6 +92,7 @@ class Simulator {
   // massless joint motion
   AlgebraicVelocities algebraic_;
   Eigen::VectorXd last_tau_, gamma_;
+  std::unique_ptr<ConstraintStage> constraints_;
 };
 
 }  // namespace hilsim

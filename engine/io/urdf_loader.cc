@@ -22,7 +22,7 @@
 
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 
 namespace hilsim {
 

@@ -19,7 +19,7 @@
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
 #include "engine/model/beam_modes.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "engine/model/names.h"
 
 namespace hilsim {

@@ -2,8 +2,9 @@
 
 namespace hilsim {
 
-Data::Data(const Model& model)
-    : X_WB(model.nbodies),
+Data::Data(const Model& model, DataWorkspace reserved)
+    : workspace(reserved),
+      X_WB(model.nbodies),
       X_WJ(model.nbodies),
       S_W(Matrix6N::Zero(6, model.nv)),
       V_W(model.nbodies, MotionVector::Zero()),
@@ -21,8 +22,11 @@ Data::Data(const Model& model)
       tau(Eigen::VectorXd::Zero(model.nv)),
       qdd(Eigen::VectorXd::Zero(model.nv)),
       bias_forces(Eigen::VectorXd::Zero(model.nv)),
-      M(Eigen::MatrixXd::Zero(model.nv, model.nv)),
-      M_factor(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      M(holds(reserved, DataWorkspace::kJointSpaceInertia) ? Eigen::MatrixXd::Zero(model.nv, model.nv)
+                                                           : Eigen::MatrixXd()),
+      M_factor(holds(reserved, DataWorkspace::kJointSpaceInertia)
+                   ? Eigen::MatrixXd::Zero(model.nv, model.nv)
+                   : Eigen::MatrixXd()),
       S_J(6, 6) {
   if (!model.has_flexible_bodies) return;
   const int nb = model.nbodies;

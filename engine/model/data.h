@@ -13,10 +13,30 @@ namespace hilsim {
 /// Dynamic-width 6-row matrix of spatial vectors, one column per degree of freedom.
 using Matrix6N = Eigen::Matrix<double, 6, Eigen::Dynamic>;
 
+/// Parts of Data only some algorithms use, reserved on request. The per-body buffers (O(n)) are
+/// always there; a formulation names what else it needs (engine/formulations/formulations.h), so
+/// that an O(n) formulation is O(n) in memory too: the dense nv × nv matrices of a 10⁵-body
+/// chain alone would take 160 GB.
+enum class DataWorkspace : unsigned {
+  kPerBody = 0,                    ///< rnea, aba, forwardKinematics, the energies
+  kJointSpaceInertia = 1u << 0,    ///< M and M_factor (nv × nv): crba, crbaForwardDynamics
+  kAll = ~0u,
+};
+constexpr DataWorkspace operator|(DataWorkspace a, DataWorkspace b) {
+  return static_cast<DataWorkspace>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+constexpr bool holds(DataWorkspace set, DataWorkspace part) {
+  return (static_cast<unsigned>(set) & static_cast<unsigned>(part)) == static_cast<unsigned>(part);
+}
+
 /// Workspace and results. Names follow docs/NOTATION.md: W is the world frame, B a body frame;
 /// spatial vectors with suffix _W are expressed in W and taken about W's origin.
 struct Data {
-  explicit Data(const Model& model);
+  /// Sizes every buffer for `model`. `workspace`: the optional parts to reserve (all by default,
+  /// for code that calls any algorithm; the Simulator reserves its formulation's only).
+  explicit Data(const Model& model, DataWorkspace workspace = DataWorkspace::kAll);
+
+  DataWorkspace workspace;          ///< what was reserved
 
   // --- kinematics (forwardKinematics, and the first sweep of every dynamics algorithm) ---
   std::vector<Transform> X_WB;      ///< [nbodies] pose of each body frame in W
@@ -46,8 +66,10 @@ struct Data {
   Eigen::VectorXd qdd;              ///< nv: aba / crbaForwardDynamics output
   Eigen::VectorXd bias_forces;      ///< nv: C(q, v) v + g(q) + damping·v (nonLinearEffects)
   Eigen::MatrixXd M;                ///< nv × nv joint-space inertia (crba; lower triangle and
-                                    ///< upper filled), armature included
+                                    ///< upper filled), armature included. 0 × 0 without
+                                    ///< DataWorkspace::kJointSpaceInertia
   Eigen::MatrixXd M_factor;         ///< nv × nv: LᵀDL factor of M on the tree sparsity pattern
+                                    ///< (the same condition)
 
   double kinetic_energy = 0.0;      ///< [J]
   double potential_energy = 0.0;    ///< [J], zero at the world origin

@@ -22,10 +22,10 @@
 #include "client/cli/commands.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/aba.h"
-#include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/formulations/formulations.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/io/model_loader.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 
@@ -552,7 +552,8 @@ TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
     const bool has_quaternions = model.nq != model.nv;
     Data data(model);
     const auto cases = writeEvalInput(model, path("in.csv"), 20, rng);
-    for (const std::string solver : {"aba", "crba"}) {
+    for (const FormulationInfo& f : formulations()) {
+      const std::string solver(f.name);
       SCOPED_TRACE(name + " " + solver);
       const RunResult r = runInProcess({"eval", "--model", name, "--solver", solver, "--input",
                                         path("in.csv").string(), "--output",
@@ -565,8 +566,7 @@ TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
       for (std::size_t k = 0; k < cases.size(); ++k) {
         const Eigen::VectorXd got = Eigen::Map<const Eigen::VectorXd>(out.rows[k].data(), model.nv);
         const Eigen::VectorXd expected =
-            solver == "aba" ? aba(model, data, cases[k].q, cases[k].v, cases[k].x)
-                            : crbaForwardDynamics(model, data, cases[k].q, cases[k].v, cases[k].x);
+            forwardDynamics(f.id, model, data, cases[k].q, cases[k].v, cases[k].x);
         if (has_quaternions) {
           EXPECT_LT(relativeDifference(got, expected), kRenormalisedRelTol) << "row " << k;
         } else {
@@ -682,7 +682,8 @@ TEST_F(CliTest, SimulatePendulumWritesEveryStepAndConservesEnergy) {
   const Model model = loadModel("pendulum");
   for (const auto& [integrator, tolerance] :
        std::map<std::string, double>{{"rk4", kRk4EnergyRelTol}, {"euler", kEulerEnergyRelTol}}) {
-    for (const std::string solver : {"aba", "crba"}) {
+    for (const FormulationInfo& f : formulations()) {
+      const std::string solver(f.name);
       SCOPED_TRACE(integrator + " " + solver);
       const RunResult r = runInProcess({"simulate", "--model", "pendulum", "--solver", solver,
                                         "--integrator", integrator, "--dt", "0.001",

@@ -43,10 +43,11 @@ void recordEigenAssertion(const char* condition) noexcept;
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/algorithms/tree_ldl.h"
-#include "engine/integrators/configuration.h"
+#include "engine/model/configuration.h"
 #include "engine/integrators/simulator.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "tests/support/allocation_hooks.h"
+#include "tests/support/formulation_matrix.h"
 #include "tests/support/random_model.h"
 
 #ifndef EIGEN_RUNTIME_NO_MALLOC
@@ -218,27 +219,9 @@ TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
   return test::randomFlexibleTree(rng, options);
 }
 
-/// The chain with massless bodies (seed 003): a massless cross between two joints (rank restored
-/// by its child), a massless slider on a spring–damper carrying the tip (one algebraic velocity)
-/// and a massless damped leaf (another).
-[[maybe_unused]] Model masslessChain() {
-  ModelBuilder builder("massless_chain");
-  const Inertia link(2.0, Vector3(0.0, 0.0, 0.15), Vector3(0.02, 0.02, 0.005).asDiagonal());
-  const Transform up(Matrix3::Identity(), Vector3(0.0, 0.0, 0.3));
-  JointProperties damped{0.1, 0.0}, compliant{0.5, 0.0};
-  compliant.stiffness = 1e3;
-  builder.addBody("link0", "world", Joint::revolute(Vector3::UnitZ()), Transform(), link, damped);
-  builder.addBody("cross", "link0", Joint::revolute(Vector3::UnitY()), up, Inertia(), damped);
-  builder.addBody("link1", "cross", Joint::revolute(Vector3::UnitX()), Transform(), link, damped);
-  builder.addBody("slider", "link1", Joint::prismatic(Vector3::UnitZ()), up, Inertia(), compliant);
-  builder.addBody("tip", "slider", Joint::revolute(Vector3::UnitY()), Transform(), link, damped);
-  builder.addBody("flag", "tip", Joint::revolute(Vector3::UnitZ()), up, Inertia(), damped);
-  return builder.build();
-}
-
 [[maybe_unused]] Model modelNamed(const std::string& name) {
   if (name == "floating_tree") return floatingTree();
-  if (name == "massless_chain") return masslessChain();
+  if (name == "massless_chain") return test::masslessChain();
   if (name == "flexible_tree") return flexibleTree();
   return fixedBaseChain();
 }
@@ -281,24 +264,20 @@ TEST_P(SimulatorAllocations, TenThousandStepsAllocateNothing) {
 #endif
 }
 
+// Every formulation × integrator × model family that checkSimulatorChoice accepts.
+std::vector<SimulatorCase> simulatorCases() {
+  std::vector<SimulatorCase> cases;
+  for (const char* name : {"floating_tree", "fixed_chain", "flexible_tree", "massless_chain"}) {
+    const Model model = modelNamed(name);
+    for (const Formulation f : test::allFormulations())
+      for (const Integrator i : test::allIntegrators())
+        if (checkSimulatorChoice(model, f, i).empty()) cases.push_back({name, f, i});
+  }
+  return cases;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    All, SimulatorAllocations,
-    ::testing::Values(
-        SimulatorCase{"floating_tree", Formulation::kAba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"floating_tree", Formulation::kAba, Integrator::kRk4},
-        SimulatorCase{"floating_tree", Formulation::kCrba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"floating_tree", Formulation::kCrba, Integrator::kRk4},
-        SimulatorCase{"fixed_chain", Formulation::kAba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"fixed_chain", Formulation::kAba, Integrator::kRk4},
-        SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"fixed_chain", Formulation::kCrba, Integrator::kRk4},
-        SimulatorCase{"flexible_tree", Formulation::kAba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"flexible_tree", Formulation::kAba, Integrator::kRk4},
-        SimulatorCase{"flexible_tree", Formulation::kCrba, Integrator::kSemiImplicitEuler},
-        SimulatorCase{"flexible_tree", Formulation::kCrba, Integrator::kRk4},
-        SimulatorCase{"floating_tree", Formulation::kAba, Integrator::kImexEuler},
-        SimulatorCase{"massless_chain", Formulation::kAba, Integrator::kImexEuler}),
-    [](const auto& info) {
+    All, SimulatorAllocations, ::testing::ValuesIn(simulatorCases()), [](const auto& info) {
       return std::string(info.param.model_name) + "_" +
              std::string(formulationName(info.param.formulation)) + "_" +
              std::string(integratorName(info.param.integrator));

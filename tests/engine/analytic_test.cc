@@ -13,7 +13,8 @@
 #include "engine/algorithms/energy.h"
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/integrators/simulator.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
+#include "tests/support/formulation_matrix.h"
 #include "tests/support/random_model.h"
 
 namespace hilsim {
@@ -52,7 +53,8 @@ MomentumState momentumState(const Model& model, Data& data, const Eigen::VectorX
 
 double maxAbs(const Eigen::Ref<const Eigen::VectorXd>& x) { return x.cwiseAbs().maxCoeff(); }
 
-const Formulation kFormulations[] = {Formulation::kAba, Formulation::kCrba};
+// every formulation of the registry (the models here are rigid: every one can run them)
+const std::vector<Formulation> kFormulations = test::allFormulations();
 
 // ---------------------------------------------------------------------------------------------
 // (a) Pendulum period.

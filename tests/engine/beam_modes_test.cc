@@ -10,7 +10,7 @@
 #include "engine/algorithms/rnea.h"
 #include "engine/integrators/simulator.h"
 #include "engine/model/beam_modes.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 
 namespace hilsim {
 namespace {

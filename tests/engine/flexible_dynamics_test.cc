@@ -12,10 +12,10 @@
 #include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/algorithms/rnea.h"
-#include "engine/integrators/configuration.h"
+#include "engine/model/configuration.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 

@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/algorithms/forward_kinematics.h"
-#include "engine/integrators/configuration.h"
+#include "engine/model/configuration.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 

@@ -11,10 +11,10 @@
 #include <unsupported/Eigen/MatrixFunctions>
 
 #include "engine/algorithms/aba.h"
-#include "engine/integrators/algebraic_velocity.h"
+#include "engine/algorithms/algebraic_velocity.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
 

@@ -11,7 +11,7 @@
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/model/beam_modes.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 
 namespace hilsim {
 namespace {

@@ -466,13 +466,14 @@ TEST(Contract, EnumsMapOneToOneOntoTheCppEnums) {
                  std::vector{rt::SessionMode::kRealtime, rt::SessionMode::kLockstep,
                              rt::SessionMode::kFree},
                  rt::parseSessionMode, rt::sessionModeName);
-  expectOneToOne(v1::Formulation_descriptor(), "FORMULATION_",
-                 std::vector{Formulation::kAba, Formulation::kCrba}, parseFormulation,
+  // every row of the formulation registry, and every integrator, has its proto value
+  std::vector<Formulation> registry;
+  for (const FormulationInfo& f : formulations()) registry.push_back(f.id);
+  expectOneToOne(v1::Formulation_descriptor(), "FORMULATION_", registry, parseFormulation,
                  formulationName);
   expectOneToOne(v1::Integrator_descriptor(), "INTEGRATOR_",
-                 std::vector{Integrator::kSemiImplicitEuler, Integrator::kRk4, Integrator::kImexEuler},
-                 parseIntegrator,
-                 integratorName);
+                 std::vector<Integrator>(integrators().begin(), integrators().end()),
+                 parseIntegrator, integratorName);
   expectOneToOne(v1::WatchdogPolicy_descriptor(), "WATCHDOG_POLICY_",
                  std::vector{rt::WatchdogPolicy::kHoldLast, rt::WatchdogPolicy::kZeroTorque,
                              rt::WatchdogPolicy::kDamping, rt::WatchdogPolicy::kFault},

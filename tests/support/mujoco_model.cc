@@ -10,7 +10,7 @@
 
 #include <Eigen/Geometry>
 
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 
 namespace hilsim::test {
 

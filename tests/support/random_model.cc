@@ -2,7 +2,7 @@
 
 #include <Eigen/Geometry>
 
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 
 namespace hilsim::test {
 
@@ -237,6 +237,21 @@ Eigen::VectorXd randomVector(int n, std::mt19937& rng, double scale) {
   Eigen::VectorXd v(n);
   for (int k = 0; k < n; ++k) v(k) = d(rng);
   return v;
+}
+
+Model masslessChain() {
+  ModelBuilder builder("massless_chain");
+  const Inertia link(2.0, Vector3(0.0, 0.0, 0.15), Vector3(0.02, 0.02, 0.005).asDiagonal());
+  const Transform up(Matrix3::Identity(), Vector3(0.0, 0.0, 0.3));
+  JointProperties damped{0.1, 0.0}, compliant{0.5, 0.0};
+  compliant.stiffness = 1e3;
+  builder.addBody("link0", "world", Joint::revolute(Vector3::UnitZ()), Transform(), link, damped);
+  builder.addBody("cross", "link0", Joint::revolute(Vector3::UnitY()), up, Inertia(), damped);
+  builder.addBody("link1", "cross", Joint::revolute(Vector3::UnitX()), Transform(), link, damped);
+  builder.addBody("slider", "link1", Joint::prismatic(Vector3::UnitZ()), up, Inertia(), compliant);
+  builder.addBody("tip", "slider", Joint::revolute(Vector3::UnitY()), Transform(), link, damped);
+  builder.addBody("flag", "tip", Joint::revolute(Vector3::UnitZ()), up, Inertia(), damped);
+  return builder.build();
 }
 
 }  // namespace hilsim::test

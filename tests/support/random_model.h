@@ -49,4 +49,9 @@ Eigen::VectorXd randomVector(int n, std::mt19937& rng, double scale = 1.0);
 /// A random physically valid inertia.
 Inertia randomInertia(std::mt19937& rng);
 
+/// A chain with massless bodies (seed 003): a massless cross between two joints (rank restored
+/// by its child), a massless slider on a spring–damper carrying the tip (one algebraic velocity)
+/// and a massless damped leaf (another).
+Model masslessChain();
+
 }  // namespace hilsim::test

@@ -12,7 +12,7 @@
 #include "engine/algorithms/crba.h"
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "engine/model/names.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 #include "engine/model/names.h"
 
 namespace hilsim {

@@ -1,4 +1,4 @@
-#include "engine/model/model_builder.h"
+#include "engine/builder/model_builder.h"
 
 #include <cmath>
 #include <unordered_map>

@@ -1,6 +1,9 @@
 // The algebraic velocities of massless joint motion (seed 003 §3.4–3.5): the n_i − r_i velocity
 // components of a joint of rank r_i < n_i have no inertia, and are fixed by the first-order
 // equations 0 = γ(q, v) = X₀ᵀ ε (seed 003 (28b)) instead of by an acceleration.
+// References:
+//   Arnold, "A recursive multibody formalism for systems with small mass and inertia
+//   terms" (2013) [seed 003]
 #pragma once
 
 #include <vector>

@@ -1,4 +1,4 @@
-#include "engine/integrators/algebraic_velocity.h"
+#include "engine/algorithms/algebraic_velocity.h"
 
 #include <algorithm>
 #include <cassert>
@@ -6,7 +6,7 @@
 
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/joint_kinematics.h"
-#include "engine/integrators/configuration.h"
+#include "engine/model/configuration.h"
 
 namespace hilsim {
 

@@ -1,4 +1,4 @@
-#include "engine/integrators/configuration.h"
+#include "engine/model/configuration.h"
 
 #include <cassert>
 

@@ -1,0 +1,114 @@
+#include "engine/formulations/formulations.h"
+
+#include <array>
+#include <cassert>
+
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/crba_forward_dynamics.h"
+
+namespace hilsim {
+
+namespace {
+
+// aba's entry point without its optional external forces.
+const Eigen::VectorXd& abaForwardDynamics(const Model& model, Data& data, const Eigen::VectorXd& q,
+                                          const Eigen::VectorXd& v, const Eigen::VectorXd& tau) {
+  return aba(model, data, q, v, tau);
+}
+
+const Eigen::VectorXd& crbaLdlForwardDynamics(const Model& model, Data& data,
+                                              const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                                              const Eigen::VectorXd& tau) {
+  return crbaForwardDynamics(model, data, q, v, tau);
+}
+
+// The table. Rows in enum order (formulationInfo indexes it), the default first.
+constexpr std::array kFormulations = {
+    FormulationInfo{
+        Formulation::kAba,
+        "aba",
+        "articulated-body recursion, O(n); pseudo-inverses at massless joints",
+        "Jain, Rodriguez, \"Recursive Dynamics for Flexible Multibody Systems Using Spatial "
+        "Operators\" (JPL 90-26, 1990) §6-7; Featherstone, \"Rigid Body Dynamics Algorithms\" "
+        "(2008) §7.3; massless joints: Arnold, \"A recursive multibody formalism for systems "
+        "with small mass and inertia terms\" (2013)",
+        {.massless = true, .flexible = true, .closed_loops = false, .parallel = false},
+        DataWorkspace::kPerBody,
+        abaForwardDynamics,
+    },
+    FormulationInfo{
+        Formulation::kCrba,
+        "crba",
+        "composite-body mass matrix and bias forces, tree-sparse LᵀDL solve; O(n²) memory",
+        "Featherstone, \"Rigid Body Dynamics Algorithms\" (2008) §6.2, §6.3 (CRBA, LTDL); "
+        "flexible: Jain, Rodriguez (JPL 90-26, 1990) §5",
+        {.massless = false, .flexible = true, .closed_loops = false, .parallel = false},
+        DataWorkspace::kJointSpaceInertia,
+        crbaLdlForwardDynamics,
+    },
+};
+
+// Every row must sit at its enum's index.
+constexpr bool tableInEnumOrder() {
+  for (std::size_t k = 0; k < kFormulations.size(); ++k)
+    if (static_cast<std::size_t>(kFormulations[k].id) != k) return false;
+  return true;
+}
+static_assert(tableInEnumOrder(), "kFormulations rows must follow the Formulation enum");
+
+}  // namespace
+
+std::span<const FormulationInfo> formulations() { return kFormulations; }
+
+const FormulationInfo& formulationInfo(Formulation formulation) {
+  const auto index = static_cast<std::size_t>(formulation);
+  assert(index < kFormulations.size());
+  return kFormulations[index];
+}
+
+std::optional<Formulation> parseFormulation(std::string_view name) {
+  for (const FormulationInfo& f : kFormulations)
+    if (f.name == name) return f.id;
+  return std::nullopt;
+}
+
+std::string_view formulationName(Formulation formulation) {
+  return formulationInfo(formulation).name;
+}
+
+std::string formulationNames(std::string_view separator, std::string_view last_separator) {
+  std::string out;
+  for (std::size_t k = 0; k < kFormulations.size(); ++k) {
+    if (k > 0) out += k + 1 == kFormulations.size() ? last_separator : separator;
+    out += kFormulations[k].name;
+  }
+  return out;
+}
+
+std::string checkFormulation(const Model& model, Formulation formulation) {
+  const FormulationInfo& info = formulationInfo(formulation);
+  // the formulations that have what `needed` selects, for the message
+  const auto those = [](bool FormulationCapabilities::*needed) {
+    std::string names;
+    for (const FormulationInfo& f : kFormulations) {
+      if (!(f.capabilities.*needed)) continue;
+      names += (names.empty() ? "'" : ", '") + std::string(f.name) + "'";
+    }
+    return names.empty() ? std::string("none yet") : names;
+  };
+  if (model.nalgebraic > 0 && !info.capabilities.massless) {
+    std::string joint;
+    for (int i = 1; i < model.nbodies && joint.empty(); ++i)
+      if (model.idx_algebraic[i] >= 0) joint = model.joint_names[i];
+    return "model '" + model.name + "' has massless joint motion (joint '" + joint +
+           "'): its mass matrix is singular, so it needs formulation " + those(&FormulationCapabilities::massless) +
+           ", not '" + std::string(info.name) + "'";
+  }
+  if (model.has_flexible_bodies && !info.capabilities.flexible)
+    return "model '" + model.name + "' has flexible bodies: formulation '" +
+           std::string(info.name) + "' cannot run them (use " +
+           those(&FormulationCapabilities::flexible) + ")";
+  return {};
+}
+
+}  // namespace hilsim

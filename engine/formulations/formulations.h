@@ -1,0 +1,76 @@
+// The forward-dynamics formulations, in one table: what each is called, what it can run, what it
+// needs in Data, and its entry point. The CLI, the server's proto mapping, the Simulator, the
+// tests and the benchmarks all read this table; adding a formulation is one row here (and one
+// proto enum value), see docs/ENGINE.md "Adding a formulation".
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/model/data.h"
+
+namespace hilsim {
+
+/// Forward-dynamics formulations; every one gives the same q̈ on the same model and state.
+enum class Formulation {
+  kAba,   ///< articulated body, O(n) (engine/algorithms/aba.h)
+  kCrba,  ///< composite body + tree LᵀDL, O(n²) memory (engine/algorithms/crba_forward_dynamics.h)
+};
+
+/// What a formulation can run. A model needing a capability a formulation lacks is refused by
+/// checkFormulation() with the reason and the formulations that can.
+struct FormulationCapabilities {
+  bool massless = false;      ///< massless joint motion (Model::nalgebraic > 0, seed 003)
+  bool flexible = false;      ///< flexible bodies with assumed modes (seed 004)
+  bool closed_loops = false;  ///< loop-closure constraints (the constraint stage)
+  bool parallel = false;      ///< uses more than one core per evaluation
+};
+
+/// q̈ = FD(q, v, τ) into data.qdd (also returned). Allocation-free; Data must hold the
+/// formulation's workspace.
+using ForwardDynamicsFunction = const Eigen::VectorXd& (*)(const Model& model, Data& data,
+                                                           const Eigen::VectorXd& q,
+                                                           const Eigen::VectorXd& v,
+                                                           const Eigen::VectorXd& tau);
+
+/// One row of the table.
+struct FormulationInfo {
+  Formulation id;
+  std::string_view name;       ///< as typed on the command line and in configuration files
+  std::string_view summary;    ///< one line, for help texts and `hilsim info`
+  std::string_view reference;  ///< the paper or book it follows
+  FormulationCapabilities capabilities;
+  DataWorkspace workspace;     ///< what Data must hold beyond the per-body buffers
+  ForwardDynamicsFunction forward_dynamics;
+};
+
+/// Every formulation, in the order help texts list them (the default, aba, first).
+std::span<const FormulationInfo> formulations();
+
+/// The row of `formulation`.
+const FormulationInfo& formulationInfo(Formulation formulation);
+
+/// The formulation called `name`, or nullopt.
+std::optional<Formulation> parseFormulation(std::string_view name);
+
+/// The name of `formulation` ("aba").
+std::string_view formulationName(Formulation formulation);
+
+/// Every name, joined: "aba, crba" (`separator` ", "), or "aba or crba" (last " or ").
+std::string formulationNames(std::string_view separator = ", ",
+                             std::string_view last_separator = ", ");
+
+/// Empty when `formulation` can run `model`; otherwise why not, naming the formulations that can.
+std::string checkFormulation(const Model& model, Formulation formulation);
+
+/// Forward dynamics with `formulation` (dispatched once, through its table row).
+inline const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model,
+                                              Data& data, const Eigen::VectorXd& q,
+                                              const Eigen::VectorXd& v,
+                                              const Eigen::VectorXd& tau) {
+  return formulationInfo(formulation).forward_dynamics(model, data, q, v, tau);
+}
+
+}  // namespace hilsim
