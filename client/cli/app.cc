@@ -145,7 +145,7 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
 /// The options of hilsim simulate as typed; numbers stay text until checked.
 struct SimulateArgs {
   std::string model = defaultModelOrEmpty(), solver = "aba", integrator = "rk4";
-  std::string dt = "0.001", duration = "1.0", output, q0, v0;
+  std::string dt = "0.001", duration = "1.0", output, q0, v0, tau;
 };
 
 void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
@@ -156,6 +156,7 @@ void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
   options.duration = numberOption(args.duration, "--duration");
   options.q0 = args.q0;
   options.v0 = args.v0;
+  options.tau = args.tau;
   options.output = args.output;
   if (options.dt <= 0.0) throw CliError("--dt must be > 0, got " + args.dt, kExitUsage);
   if (options.duration < 0.0) {
@@ -170,7 +171,9 @@ void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
 Command addSimulateCommand(CLI::App& app, const std::string& solver_help) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sim = app.add_subcommand(
-      "simulate", "Simulate from rest under zero joint forces; print a timing/energy summary");
+      "simulate",
+      "Simulate from rest under constant joint forces (zero unless --tau); print a timing/energy "
+      "summary");
   sim->add_option("-m,--model", args->model, "Model file or bundled model name")
       ->capture_default_str();
   sim->add_option("-s,--solver", args->solver, solver_help)
@@ -189,6 +192,9 @@ Command addSimulateCommand(CLI::App& app, const std::string& solver_help) {
   sim->add_option("--q0", args->q0, "Initial configuration: nq comma-separated values")
       ->type_name("LIST");
   sim->add_option("--v0", args->v0, "Initial velocity: nv comma-separated values")
+      ->type_name("LIST");
+  sim->add_option("--tau", args->tau,
+                  "Joint forces held for the whole run: nv comma-separated values [N m or N]")
       ->type_name("LIST");
   return {sim, [args](std::ostream& out) { runSimulateCommand(*args, out); }};
 }

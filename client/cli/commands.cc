@@ -11,6 +11,7 @@
 #include "client/cli/csv.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/rnea.h"
+#include "engine/constraints/loop_closure_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/io/model_loader.h"
 
@@ -80,6 +81,31 @@ std::string range(int start, int count) {
   return std::to_string(start) + ":" + std::to_string(start + count);
 }
 
+// The loops at the model's assembled start: the rank of the closure rows there, the mobility
+// (nv minus that rank) and what the assembly left of C(q).
+struct LoopSummary {
+  int rank = 0;
+  int mobility = 0;
+  double residual = 0.0;
+};
+
+LoopSummary summariseLoops(const Model& model) {
+  LoopSummary summary{0, model.nv, 0.0};
+  if (model.nconstraints == 0) return summary;
+  Data data(model, DataWorkspace::kPerBody);
+  LoopClosureStage stage(model, formulationInfo(Formulation::kAba).inverse_inertia);
+  Eigen::VectorXd q = model.initial_configuration;
+  Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
+  summary.residual = stage.assemble(model, data, q, v);
+  summary.rank = stage.rank();  // of J Jᵀ, from the velocity projection at the assembled q
+  summary.mobility = model.nv - summary.rank;
+  return summary;
+}
+
+std::string closureBodies(const Model& model, int body_a, int body_b) {
+  return model.body_names[body_a] + " -> " + model.body_names[body_b];
+}
+
 void writeJsonInfo(const Model& model, const std::string& source, std::ostream& out) {
   std::string s = "{\n";
   s += "  \"name\": " + jsonString(model.name) + ",\n";
@@ -143,6 +169,33 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
     s += "]}";
   }
   s += first_flexible ? "],\n" : "\n  ],\n";
+  const LoopSummary loops = summariseLoops(model);
+  s += "  \"loops\": [";
+  for (std::size_t k = 0; k < model.loops.size(); ++k) {
+    const LoopClosure& c = model.loops[k];
+    s += k > 0 ? ",\n" : "\n";
+    s += "    {\"name\": " + jsonString(c.name) + ", \"type\": " +
+         jsonString(closureTypeName(c.type)) + ", \"body_a\": " +
+         jsonString(model.body_names[c.body_a]) + ", \"body_b\": " +
+         jsonString(model.body_names[c.body_b]) + ", \"rows\": " +
+         std::to_string(closureRows(c.type)) + "}";
+  }
+  s += model.loops.empty() ? "],\n" : "\n  ],\n";
+  s += "  \"constraint_rows\": " + std::to_string(model.nconstraints) + ",\n";
+  s += "  \"constraint_rank\": " + std::to_string(loops.rank) + ",\n";
+  s += "  \"mobility\": " + std::to_string(loops.mobility) + ",\n";
+  s += "  \"assembly_residual\": " + jsonNumber(loops.residual) + ",\n";
+  s += "  \"force_elements\": [";
+  for (std::size_t k = 0; k < model.force_elements.size(); ++k) {
+    const SpringDamper& e = model.force_elements[k];
+    s += k > 0 ? ",\n" : "\n";
+    s += "    {\"name\": " + jsonString(e.name) + ", \"type\": \"spring_damper\", \"body_a\": " +
+         jsonString(model.body_names[e.body_a]) + ", \"body_b\": " +
+         jsonString(model.body_names[e.body_b]) + ", \"stiffness\": " + jsonNumber(e.stiffness) +
+         ", \"damping\": " + jsonNumber(e.damping) +
+         ", \"rest_length\": " + jsonNumber(e.rest_length) + "}";
+  }
+  s += model.force_elements.empty() ? "],\n" : "\n  ],\n";
   s += "  \"frames\": [";
   for (std::size_t f = 0; f < model.frames.size(); ++f) {
     const Frame& frame = model.frames[f];
@@ -170,6 +223,27 @@ void writeTextMassless(const Model& model, std::ostream& out) {
   if (model.nalgebraic > 0)
     out << "  (first-order joint equations: --solver aba --integrator imex_euler)";
   out << "\n";
+}
+
+// Loop closures and force elements (docs/LOOPS.md).
+void writeTextLoops(const Model& model, std::ostream& out) {
+  if (!model.loops.empty()) {
+    const LoopSummary summary = summariseLoops(model);
+    out << "loops     " << model.loops.size() << "  (" << model.nconstraints
+        << " constraint rows, rank " << summary.rank << " at the assembled start: mobility "
+        << summary.mobility << ")\n";
+    for (const LoopClosure& c : model.loops)
+      out << "  " << c.name << ": " << closureTypeName(c.type) << ", "
+          << closureBodies(model, c.body_a, c.body_b) << ", " << closureRows(c.type) << " rows\n";
+    out << "assembly  residual " << formatNumber(summary.residual)
+        << " (max |C(q)| in m or rad, from the model's initial configuration)\n";
+  }
+  if (model.force_elements.empty()) return;
+  out << "forces    " << model.force_elements.size() << "\n";
+  for (const SpringDamper& e : model.force_elements)
+    out << "  " << e.name << ": spring_damper, " << closureBodies(model, e.body_a, e.body_b)
+        << ", k " << formatNumber(e.stiffness) << " N/m, c " << formatNumber(e.damping)
+        << " N s/m, rest length " << formatNumber(e.rest_length) << " m\n";
 }
 
 void writeTextInfo(const Model& model, const std::string& source, std::ostream& out) {
@@ -211,6 +285,7 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
     out << line << "\n";
   }
   writeTextMassless(model, out);
+  writeTextLoops(model, out);
   bool any_flexible = false;
   for (int i = 1; i < model.nbodies; ++i) any_flexible = any_flexible || model.nmodes[i] > 0;
   if (!any_flexible) return;
@@ -325,6 +400,11 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
   if (!inverse) {
     if (const std::string why = checkFormulation(model, formulation); !why.empty())
       throw CliError(why, 2);
+  } else if (model.nconstraints > 0) {
+    throw CliError("model '" + model.name +
+                       "' has loop closures: a q̈ does not determine its joint forces (the "
+                       "closures carry part of the load); evaluate forward dynamics instead",
+                   2);
   }
   const NumericTable table = readNumericCsv(input_path, labels);
 
@@ -332,6 +412,10 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
   const int nv = model.nv;
   // inverse dynamics (rnea) needs the per-body buffers only
   Data data(model, inverse ? DataWorkspace::kPerBody : formulationInfo(formulation).workspace);
+  // loops and force elements: the constrained q̈ (docs/LOOPS.md)
+  std::optional<LoopClosureStage> stage;
+  if (!inverse && model.hasClosures())
+    stage.emplace(model, formulationInfo(formulation).inverse_inertia);
   Eigen::VectorXd q(nq), v(nv), x(nv);
   std::string text;
   appendCsvHeader(text, out_prefix, v_labels);
@@ -344,6 +428,7 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
     checkQuaternions(model, q, where, "columns ");
     const Eigen::VectorXd& result =
         inverse ? rnea(model, data, q, v, x) : forwardDynamics(formulation, model, data, q, v, x);
+    if (stage) stage->accelerations(model, data, q, v, x, data.qdd);
     if (!result.allFinite()) {
       throw CliError(where + (inverse ? "inverse" : "forward") +
                      " dynamics gave a non-finite result (singular mass matrix?)");
@@ -411,8 +496,12 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
                    2);
   }
 
-  Eigen::VectorXd q = model.neutralConfiguration();
+  Eigen::VectorXd q = model.initial_configuration.size() == model.nq
+                          ? model.initial_configuration
+                          : model.neutralConfiguration();
   Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
+  Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
+  if (!options.tau.empty()) tau = parseVectorOption(options.tau, model.nv, "--tau");
   if (!options.q0.empty()) {
     q = parseVectorOption(options.q0, model.nq, "--q0");
     try {
@@ -433,8 +522,7 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
     throw CliError(workspaceTooLarge(model, options.formulation), 1);
   }
   Simulator& sim = *constructed;
-  sim.setState(q, v);
-  const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
+  sim.setState(q, v);  // with loops: assembled onto the constraint manifold
 
   SimulateSummary summary;
   summary.steps = static_cast<long long>(step_count);

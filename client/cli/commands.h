@@ -61,6 +61,7 @@ struct SimulateOptions {
   double duration = 1.0;   ///< [s], ≥ 0; steps = round(duration / dt)
   std::string q0;          ///< comma list of nq values; empty: neutral configuration
   std::string v0;          ///< comma list of nv values; empty: at rest
+  std::string tau;         ///< comma list of nv joint forces held for the run; empty: zero
   std::string output;      ///< trajectory CSV; empty: none
 };
 
@@ -79,7 +80,8 @@ struct SimulateSummary {
   double relativeEnergyDrift() const;
 };
 
-/// Runs the simulation from (q0, v0) at rest under zero joint forces; writes the trajectory
+/// Runs the simulation from (q0, v0) (default: the model's initial configuration at rest, assembled
+/// when it has loops) under constant joint forces options.tau (default zero); writes the trajectory
 /// (header t, q_…, v_…, energy; one row per step plus the initial state) when options.output is set.
 /// Throws CliError on bad options or when the state becomes non-finite.
 SimulateSummary simulate(std::shared_ptr<const Model> model, const SimulateOptions& options);

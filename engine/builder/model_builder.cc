@@ -264,6 +264,7 @@ Model ModelBuilder::build() const {
     }
   }
   analyzeJointRanks(m);
+  m.initial_configuration = m.neutralConfiguration();
   return m;
 }
 

@@ -35,6 +35,13 @@ class ConstraintStage {
   /// After an integration step: moves (q, v) onto the constraint manifold (position and velocity
   /// stabilisation); leaves them when they are on it. The same rules as accelerations().
   virtual void project(const Model& model, Data& data, Eigen::VectorXd& q, Eigen::VectorXd& v) = 0;
+
+  /// On a new state (start, setState): moves (q, v) onto the manifold from wherever they are;
+  /// returns the remaining position error ‖C(q)‖∞ [m, rad]. The same rules as accelerations().
+  virtual double assemble(const Model&, Data&, Eigen::VectorXd&, Eigen::VectorXd&) { return 0.0; }
+
+  /// Potential energy the stage's elements store at q (springs between bodies) [J].
+  virtual double potentialEnergy(const Model&, Data&, const Eigen::VectorXd&) { return 0.0; }
 };
 
 }  // namespace hilsim

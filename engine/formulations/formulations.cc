@@ -4,7 +4,9 @@
 #include <cassert>
 
 #include "engine/algorithms/aba.h"
+#include "engine/algorithms/aba_inverse_inertia.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/algorithms/tree_ldl.h"
 
 namespace hilsim {
 
@@ -22,6 +24,11 @@ const Eigen::VectorXd& crbaLdlForwardDynamics(const Model& model, Data& data,
   return crbaForwardDynamics(model, data, q, v, tau);
 }
 
+// M⁻¹ x from the tree LᵀDL factor crbaForwardDynamics leaves in data.M_factor.
+void crbaLdlInverseInertia(const Model& model, Data& data, Eigen::VectorXd& x) {
+  treeLdlSolve(model, data.M_factor, x);
+}
+
 // The table. Rows in enum order (formulationInfo indexes it), the default first.
 constexpr std::array kFormulations = {
     FormulationInfo{
@@ -32,9 +39,10 @@ constexpr std::array kFormulations = {
         "Operators\" (JPL 90-26, 1990) §6-7; Featherstone, \"Rigid Body Dynamics Algorithms\" "
         "(2008) §7.3; massless joints: Arnold, \"A recursive multibody formalism for systems "
         "with small mass and inertia terms\" (2013)",
-        {.massless = true, .flexible = true, .closed_loops = false, .parallel = false},
+        {.massless = true, .flexible = true, .closed_loops = true, .parallel = false},
         DataWorkspace::kPerBody,
         abaForwardDynamics,
+        abaInverseInertia,
     },
     FormulationInfo{
         Formulation::kCrba,
@@ -42,9 +50,10 @@ constexpr std::array kFormulations = {
         "composite-body mass matrix and bias forces, tree-sparse LᵀDL solve; O(n²) memory",
         "Featherstone, \"Rigid Body Dynamics Algorithms\" (2008) §6.2, §6.3 (CRBA, LTDL); "
         "flexible: Jain, Rodriguez (JPL 90-26, 1990) §5",
-        {.massless = false, .flexible = true, .closed_loops = false, .parallel = false},
+        {.massless = false, .flexible = true, .closed_loops = true, .parallel = false},
         DataWorkspace::kJointSpaceInertia,
         crbaLdlForwardDynamics,
+        crbaLdlInverseInertia,
     },
 };
 
@@ -104,6 +113,10 @@ std::string checkFormulation(const Model& model, Formulation formulation) {
            "'): its mass matrix is singular, so it needs formulation " + those(&FormulationCapabilities::massless) +
            ", not '" + std::string(info.name) + "'";
   }
+  if (model.hasClosures() && (!info.capabilities.closed_loops || !info.inverse_inertia))
+    return "model '" + model.name + "' has loop closures or force elements: formulation '" +
+           std::string(info.name) + "' cannot run them (use " +
+           those(&FormulationCapabilities::closed_loops) + ")";
   if (model.has_flexible_bodies && !info.capabilities.flexible)
     return "model '" + model.name + "' has flexible bodies: formulation '" +
            std::string(info.name) + "' cannot run them (use " +

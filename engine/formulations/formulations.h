@@ -35,6 +35,10 @@ using ForwardDynamicsFunction = const Eigen::VectorXd& (*)(const Model& model, D
                                                            const Eigen::VectorXd& v,
                                                            const Eigen::VectorXd& tau);
 
+/// x ← M(q)⁻¹ x (nv) with what the formulation's last forward-dynamics call on `data` left there
+/// (same q): the constraint stage's operator (docs/LOOPS.md). Allocation-free.
+using InverseInertiaFunction = void (*)(const Model& model, Data& data, Eigen::VectorXd& x);
+
 /// One row of the table.
 struct FormulationInfo {
   Formulation id;
@@ -43,7 +47,10 @@ struct FormulationInfo {
   std::string_view reference;  ///< the paper or book it follows
   FormulationCapabilities capabilities;
   DataWorkspace workspace;     ///< what Data must hold beyond the per-body buffers
+  /// Leaves Data's kinematics at (q, v) (X_WB, S_W, V_W, c_W), which the constraint stage reads.
   ForwardDynamicsFunction forward_dynamics;
+  /// M⁻¹ after forward_dynamics; needed for closed_loops.
+  InverseInertiaFunction inverse_inertia;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).

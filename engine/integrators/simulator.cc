@@ -5,6 +5,7 @@
 
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/energy.h"
+#include "engine/constraints/loop_closure_stage.h"
 #include "engine/model/configuration.h"
 
 namespace hilsim {
@@ -50,7 +51,8 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       formulation_(formulation),
       integrator_(integrator),
       dt_(dt),
-      q_(model_->neutralConfiguration()),
+      q_(model_->initial_configuration.size() == model_->nq ? model_->initial_configuration
+                                                             : model_->neutralConfiguration()),
       v_(Eigen::VectorXd::Zero(model_->nv)),
       qdd_(Eigen::VectorXd::Zero(model_->nv)),
       q_stage_(q_),
@@ -65,6 +67,10 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       constraints_(std::move(constraints)) {
   if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
     throw std::invalid_argument(why);
+  if (!constraints_ && model_->hasClosures())
+    constraints_ = std::make_unique<LoopClosureStage>(*model_,
+                                                      formulationInfo(formulation).inverse_inertia);
+  if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   makeVelocityConsistent(last_tau_);
 }
 
@@ -88,6 +94,7 @@ void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   v_ = v;
   normalizeConfiguration(*model_, q_);
   time_ = time;
+  if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   makeVelocityConsistent(last_tau_);
 }
 
@@ -153,7 +160,8 @@ void Simulator::step(const Eigen::VectorXd& tau) {
 }
 
 double Simulator::energy() {
-  return kineticEnergy(*model_, data_, q_, v_) + potentialEnergy(*model_, data_, q_);
+  const double stage = constraints_ ? constraints_->potentialEnergy(*model_, data_, q_) : 0.0;
+  return kineticEnergy(*model_, data_, q_, v_) + potentialEnergy(*model_, data_, q_) + stage;
 }
 
 }  // namespace hilsim

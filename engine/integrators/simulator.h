@@ -44,15 +44,17 @@ std::string checkSimulatorChoice(const Model& model, Formulation formulation, In
 class Simulator {
  public:
   /// Throws std::invalid_argument with the reason of checkSimulatorChoice. `constraints`: the
-  /// constraint stage run after every forward-dynamics evaluation and every step (none: the tree
-  /// alone).
+  /// constraint stage run after every forward-dynamics evaluation and every step; none: the
+  /// model's own (a LoopClosureStage for a model with loops or force elements, else the tree
+  /// alone). The state starts at Model::initial_configuration, assembled when there are loops.
   Simulator(std::shared_ptr<const Model> model, Formulation formulation, Integrator integrator,
             double dt, std::unique_ptr<ConstraintStage> constraints = nullptr);
 
   /// One step of length dt() with joint forces tau (nv) held constant over it.
   void step(const Eigen::VectorXd& tau);
 
-  /// Sets the state; quaternions are renormalised. Sizes must be nq and nv. On a model with
+  /// Sets the state; quaternions are renormalised, and with loops (q, v) are assembled onto the
+  /// constraint manifold (assemblyError()). Sizes must be nq and nv. On a model with
   /// massless joint motion the velocity is made consistent: its massless components are solved
   /// from γ(q, v) = 0 under the joint forces of the last step (zero before the first), the other
   /// motion kept (seed 003 §2.1: z₀(0) is not free).
@@ -72,7 +74,12 @@ class Simulator {
   Formulation formulation() const { return formulation_; }
   Integrator integrator() const { return integrator_; }
 
-  /// Kinetic + potential energy at the current state [J].
+  /// The constraint stage, or nullptr for a tree without one.
+  ConstraintStage* constraints() const { return constraints_.get(); }
+  /// ‖C(q)‖∞ left by the last assembly (construction, setState) [m, rad]; 0 without loops.
+  double assemblyError() const { return assembly_error_; }
+
+  /// Kinetic + potential energy at the current state, springs of force elements included [J].
   double energy();
 
  private:
@@ -93,6 +100,7 @@ class Simulator {
   AlgebraicVelocities algebraic_;
   Eigen::VectorXd last_tau_, gamma_;
   std::unique_ptr<ConstraintStage> constraints_;
+  double assembly_error_ = 0.0;
 };
 
 }  // namespace hilsim

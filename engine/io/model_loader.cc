@@ -22,7 +22,7 @@ const std::vector<std::string>& bundledNames() {
   static const std::vector<std::string> names = {
       "iiwa14",   "panda",           "ur5",   "quadruped",     "solo12",   "anymal_b",
       "humanoid", "simple_humanoid", "talos", "talos_full_v2", "pendulum", "double_pendulum",
-      "flexible_arm"};
+      "flexible_arm", "four_bar", "delta"};
   return names;
 }
 

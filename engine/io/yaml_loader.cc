@@ -19,6 +19,7 @@
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
 #include "engine/model/beam_modes.h"
+#include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
 #include "engine/model/names.h"
 
@@ -31,10 +32,17 @@ constexpr int kFormatVersion = 1;
 using Keys = std::span<const std::string_view>;
 
 // Top-level keys and their meaning are listed in docs/MODEL_FORMAT.md; keep the two in sync.
-constexpr std::string_view kTopLevelKeys[] = {"version", "name", "gravity",
-                                              "bodies",  "urdf", "floating_base"};
-// Reserved for later versions, so that files written for them fail with a clear message here.
-constexpr std::string_view kReservedTopLevelKeys[] = {"loop_closures", "force_elements"};
+constexpr std::string_view kTopLevelKeys[] = {
+    "version", "name",  "gravity", "bodies",  "urdf",
+    "floating_base", "loops", "forces", "initial", "stabilisation"};
+// loops and force elements (docs/MODEL_FORMAT.md "Loops and force elements")
+constexpr std::string_view kLoopKeys[] = {"name",   "type",    "body_a", "frame_a",
+                                          "body_b", "frame_b", "axis",   "length"};
+constexpr std::string_view kForceKeys[] = {"name",    "type",      "body_a",   "point_a",
+                                           "body_b",  "point_b",   "stiffness", "damping",
+                                           "rest_length"};
+constexpr std::string_view kStabilisationKeys[] = {"baumgarte_alpha", "baumgarte_beta",
+                                                   "projection_iterations"};
 constexpr std::string_view kBodyKeys[] = {"name",    "parent",   "parent_node", "joint",
                                           "placement", "inertia", "flexible"};
 // flexible bodies (docs/MODEL_FORMAT.md "Flexible bodies")
@@ -136,7 +144,7 @@ class YamlModelReader {
   Model read(const YAML::Node& root) const {
     if (!root.IsDefined() || root.IsNull())
       fail(root, "", "the file is empty; expected a mapping with 'bodies' or 'urdf'");
-    const Mapping top = mapping(root, "", kTopLevelKeys, kReservedTopLevelKeys);
+    const Mapping top = mapping(root, "", kTopLevelKeys);
     if (top.has("version")) {
       const double version = number(top.at("version"), "version");
       if (version != std::floor(version) || version < 1)
@@ -168,6 +176,10 @@ class YamlModelReader {
         fail(top.at("name"), "name", why);
     }
     if (top.has("gravity")) model.gravity = vector3(top.at("gravity"), "gravity");
+    if (top.has("initial")) readInitial(top.at("initial"), model);
+    if (top.has("loops")) readLoops(top.at("loops"), model);
+    if (top.has("forces")) readForces(top.at("forces"), model);
+    if (top.has("stabilisation")) readStabilisation(top.at("stabilisation"), model);
     return model;
   }
 
@@ -323,6 +335,137 @@ class YamlModelReader {
     const double x = number(node, path);
     if (x < 0.0) fail(node, path, "must be >= 0, got " + formatNumber(x));
     return x;
+  }
+
+  // --- beyond the spanning tree: loops, force elements, initial positions ---
+
+  // A `name` for messages as soon as the entry has one.
+  static std::string entryPath(const YAML::Node& node, const std::string& kind,
+                               const std::string& list_path) {
+    if (node.IsMap()) {
+      const YAML::Node name = node["name"];
+      if (name.IsDefined() && name.IsScalar() && !name.Scalar().empty())
+        return kind + " '" + name.Scalar() + "'";
+    }
+    return list_path;
+  }
+
+  void readLoops(const YAML::Node& list, Model& model) const {
+    if (!list.IsSequence()) fail(list, "loops", "expected a list of loop closures");
+    checkListSize(list, "loops", limits_.max_bodies, "loops");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const YAML::Node& node = list[k];
+      const std::string path = entryPath(node, "loop", "loops[" + std::to_string(k) + "]");
+      const Mapping m = mapping(node, path, kLoopKeys);
+      LoopClosureSpec spec;
+      spec.name = text(required(m, "name"), childPath(path, "name"));
+      const std::string type = text(required(m, "type"), childPath(path, "type"));
+      static constexpr ClosureType kTypes[] = {ClosureType::kBall, ClosureType::kRevolute,
+                                               ClosureType::kPrismatic, ClosureType::kWeld,
+                                               ClosureType::kDistance};
+      bool known = false;
+      for (ClosureType t : kTypes)
+        if (closureTypeName(t) == type) spec.type = t, known = true;
+      if (!known)
+        fail(m.at("type"), childPath(path, "type"),
+             "unknown loop type '" + type + "' (expected ball, revolute, prismatic, weld or distance)");
+      spec.body_a = text(required(m, "body_a"), childPath(path, "body_a"));
+      spec.body_b = text(required(m, "body_b"), childPath(path, "body_b"));
+      if (m.has("frame_a")) spec.frame_a = readPlacement(m.at("frame_a"), childPath(path, "frame_a"));
+      if (m.has("frame_b")) spec.frame_b = readPlacement(m.at("frame_b"), childPath(path, "frame_b"));
+      const bool axial = spec.type == ClosureType::kRevolute || spec.type == ClosureType::kPrismatic;
+      if (axial) {
+        spec.axis = vector3(required(m, "axis"), childPath(path, "axis"));
+        if (spec.axis.norm() < 1e-12) fail(m.at("axis"), childPath(path, "axis"), "must be a non-zero vector");
+      } else if (m.has("axis")) {
+        fail(m.at("axis"), childPath(path, "axis"), "not used by a '" + type + "' loop");
+      }
+      if (spec.type == ClosureType::kDistance) {
+        spec.length = number(required(m, "length"), childPath(path, "length"));
+        if (spec.length <= 0.0)
+          fail(m.at("length"), childPath(path, "length"), "must be > 0 [m], got " + formatNumber(spec.length));
+      } else if (m.has("length")) {
+        fail(m.at("length"), childPath(path, "length"), "only a 'distance' loop has a length");
+      }
+      try {
+        addLoopClosure(model, spec);
+      } catch (const ModelError& e) {
+        fail(node, path, withoutSubject(e.what(), "loop '" + spec.name + "': "));
+      }
+    }
+  }
+
+  void readForces(const YAML::Node& list, Model& model) const {
+    if (!list.IsSequence()) fail(list, "forces", "expected a list of force elements");
+    checkListSize(list, "forces", limits_.max_bodies, "force elements");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const YAML::Node& node = list[k];
+      const std::string path = entryPath(node, "force", "forces[" + std::to_string(k) + "]");
+      const Mapping m = mapping(node, path, kForceKeys);
+      SpringDamperSpec spec;
+      spec.name = text(required(m, "name"), childPath(path, "name"));
+      const std::string type = text(required(m, "type"), childPath(path, "type"));
+      if (type != "spring_damper")
+        fail(m.at("type"), childPath(path, "type"),
+             "unknown force element type '" + type + "' (expected spring_damper)");
+      spec.body_a = text(required(m, "body_a"), childPath(path, "body_a"));
+      spec.body_b = text(required(m, "body_b"), childPath(path, "body_b"));
+      if (m.has("point_a")) spec.point_a = vector3(m.at("point_a"), childPath(path, "point_a"));
+      if (m.has("point_b")) spec.point_b = vector3(m.at("point_b"), childPath(path, "point_b"));
+      if (m.has("stiffness")) spec.stiffness = nonNegative(m.at("stiffness"), childPath(path, "stiffness"));
+      if (m.has("damping")) spec.damping = nonNegative(m.at("damping"), childPath(path, "damping"));
+      if (m.has("rest_length"))
+        spec.rest_length = nonNegative(m.at("rest_length"), childPath(path, "rest_length"));
+      try {
+        addSpringDamper(model, spec);
+      } catch (const ModelError& e) {
+        fail(node, path, withoutSubject(e.what(), "force '" + spec.name + "': "));
+      }
+    }
+  }
+
+  void readInitial(const YAML::Node& node, Model& model) const {
+    if (!node.IsMap()) fail(node, "initial", "expected a mapping of joint names to positions");
+    checkListSize(node, "initial", limits_.max_bodies, "initial positions");
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string joint = text(it->first, "initial");
+      const std::string path = childPath("initial", joint);
+      std::vector<double> values;
+      if (it->second.IsSequence()) {
+        if (it->second.size() > 7) fail(it->second, path, "expected at most 7 numbers");
+        for (std::size_t k = 0; k < it->second.size(); ++k)
+          values.push_back(number(it->second[k], path + "[" + std::to_string(k) + "]"));
+      } else {
+        values.push_back(number(it->second, path));
+      }
+      try {
+        setInitialPosition(model, joint, values);
+      } catch (const ModelError& e) {
+        fail(it->first, "", e.what());
+      }
+    }
+  }
+
+  void readStabilisation(const YAML::Node& node, Model& model) const {
+    const Mapping m = mapping(node, "stabilisation", kStabilisationKeys);
+    ConstraintStabilisation s = model.stabilisation;
+    if (m.has("baumgarte_alpha"))
+      s.baumgarte_alpha = nonNegative(m.at("baumgarte_alpha"), "stabilisation: baumgarte_alpha");
+    if (m.has("baumgarte_beta"))
+      s.baumgarte_beta = nonNegative(m.at("baumgarte_beta"), "stabilisation: baumgarte_beta");
+    if (m.has("projection_iterations")) {
+      const YAML::Node& at = m.at("projection_iterations");
+      const double n = number(at, "stabilisation: projection_iterations");
+      if (n != std::floor(n) || n < 0 || n > 100)
+        fail(at, "stabilisation: projection_iterations", "expected an integer from 0 to 100");
+      s.projection_iterations = static_cast<int>(n);
+    }
+    setStabilisation(model, s);
+  }
+
+  // The builder's message without the subject the path already names.
+  static std::string withoutSubject(const std::string& message, const std::string& subject) {
+    return message.rfind(subject, 0) == 0 ? message.substr(subject.size()) : message;
   }
 
   // --- the URDF wrapper ---

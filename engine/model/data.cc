@@ -27,6 +27,8 @@ Data::Data(const Model& model, DataWorkspace reserved)
       M_factor(holds(reserved, DataWorkspace::kJointSpaceInertia)
                    ? Eigen::MatrixXd::Zero(model.nv, model.nv)
                    : Eigen::MatrixXd()),
+      minv_z(model.hasClosures() ? model.nbodies : 0, ForceVector::Zero()),
+      minv_a(model.hasClosures() ? model.nbodies : 0, MotionVector::Zero()),
       S_J(6, 6) {
   if (!model.has_flexible_bodies) return;
   const int nb = model.nbodies;

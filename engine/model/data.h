@@ -71,6 +71,11 @@ struct Data {
   Eigen::MatrixXd M_factor;         ///< nv × nv: LᵀDL factor of M on the tree sparsity pattern
                                     ///< (the same condition)
 
+  // --- M⁻¹ x by the articulated-body recursion (abaInverseInertia), per body; sized for a model
+  // with loops or force elements (Model::hasClosures), else empty ---
+  std::vector<ForceVector> minv_z;   ///< [nbodies] articulated force of x alone (no velocity terms)
+  std::vector<MotionVector> minv_a;  ///< [nbodies] acceleration it causes
+
   double kinetic_energy = 0.0;      ///< [J]
   double potential_energy = 0.0;    ///< [J], zero at the world origin
 

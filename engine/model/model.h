@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include "engine/model/closures.h"
 #include "engine/model/flexible_body.h"
 #include "engine/model/joint.h"
 #include "engine/spatial/inertia.h"
@@ -107,6 +108,15 @@ struct Model {
   Vector3 gravity = Vector3(0.0, 0.0, -9.81);  ///< in the world frame [m/s²]
   std::vector<Frame> frames;
 
+  // --- beyond the spanning tree (engine/model/closures.h) ---
+  std::vector<LoopClosure> loops;             ///< loop-closure joints: constraint rows
+  int nconstraints = 0;                       ///< Σ closureRows over `loops`
+  std::vector<SpringDamper> force_elements;   ///< forces between two body points
+  ConstraintStabilisation stabilisation;
+  /// Where a simulation starts (nq): the neutral configuration with the `initial` values a model
+  /// file gave its 1-DoF joints. With loops, the Simulator assembles from it.
+  Eigen::VectorXd initial_configuration;
+
   /// Index of the body with this name, or −1.
   int bodyIndex(const std::string& body_name) const;
   /// Index of the body moved by the joint with this name, or −1.
@@ -116,6 +126,9 @@ struct Model {
 
   /// Neutral configuration: zero joint angles, identity quaternions, undeformed bodies (nq).
   Eigen::VectorXd neutralConfiguration() const;
+
+  /// True when the model has loop closures or force elements (it needs the constraint stage).
+  bool hasClosures() const { return !loops.empty() || !force_elements.empty(); }
 
   /// Total mass of the moving bodies [kg].
   double totalMass() const;

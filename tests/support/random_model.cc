@@ -2,6 +2,8 @@
 
 #include <Eigen/Geometry>
 
+#include "engine/algorithms/forward_kinematics.h"
+#include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
 
 namespace hilsim::test {
@@ -252,6 +254,39 @@ Model masslessChain() {
   builder.addBody("tip", "slider", Joint::revolute(Vector3::UnitY()), Transform(), link, damped);
   builder.addBody("flag", "tip", Joint::revolute(Vector3::UnitZ()), up, Inertia(), damped);
   return builder.build();
+}
+
+void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng) {
+  Data data(model, DataWorkspace::kPerBody);
+  forwardKinematics(model, data, q);
+  std::uniform_int_distribution<int> body(0, model.nbodies - 1);
+  const auto pose = [&](int b) { return b == 0 ? Transform() : data.X_WB[b]; };
+  constexpr ClosureType kTypes[] = {ClosureType::kBall, ClosureType::kRevolute,
+                                    ClosureType::kPrismatic, ClosureType::kWeld,
+                                    ClosureType::kDistance};
+  for (int k = 0; k < count; ++k) {
+    int a = body(rng), b = body(rng);
+    while (b == a) b = body(rng);
+    LoopClosureSpec spec;
+    spec.name = "closure" + std::to_string(model.loops.size());
+    spec.type = kTypes[k % 5];
+    spec.body_a = model.body_names[a];
+    spec.body_b = model.body_names[b];
+    spec.frame_a = Transform(randomRotation(rng),
+                             Vector3(uniform(rng, -0.3, 0.3), uniform(rng, -0.3, 0.3),
+                                     uniform(rng, -0.3, 0.3)));
+    spec.axis = randomUnitVector(rng);
+    const Transform X_WA = pose(a) * spec.frame_a;
+    if (spec.type == ClosureType::kDistance) {
+      spec.frame_b = Transform(Matrix3::Identity(), Vector3(uniform(rng, -0.3, 0.3),
+                                                            uniform(rng, -0.3, 0.3),
+                                                            uniform(rng, -0.3, 0.3)));
+      spec.length = (pose(b).actPoint(spec.frame_b.translation) - X_WA.translation).norm();
+    } else {
+      spec.frame_b = pose(b).inverse() * X_WA;
+    }
+    addLoopClosure(model, spec);
+  }
 }
 
 }  // namespace hilsim::test

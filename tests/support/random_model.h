@@ -49,6 +49,11 @@ Eigen::VectorXd randomVector(int n, std::mt19937& rng, double scale = 1.0);
 /// A random physically valid inertia.
 Inertia randomInertia(std::mt19937& rng);
 
+/// Adds `count` random loop closures (every type in turn, between random distinct bodies or the
+/// world) to `model`, placed so that they hold at configuration q: frame A at a random pose on
+/// body a, frame B where A is at q (a distance closure: a random point, at the length it has at q).
+void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng);
+
 /// A chain with massless bodies (seed 003): a massless cross between two joints (rank restored
 /// by its child), a massless slider on a spring–damper carrying the tip (one algebraic velocity)
 /// and a massless damped leaf (another).

@@ -37,6 +37,8 @@ const std::vector<BundledCase> kBundled = {
     {"talos", 51, 50, 46},    {"talos_full_v2", 44, 44, 45},
     {"pendulum", 1, 1, 2},    {"double_pendulum", 2, 2, 3},
     {"flexible_arm", 7, 7, 4},
+    {"four_bar", 3, 3, 4},
+    {"delta", 10, 9, 5},
 };
 
 class BundledModel : public ::testing::TestWithParam<BundledCase> {};

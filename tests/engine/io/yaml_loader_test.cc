@@ -408,10 +408,130 @@ TEST(YamlLoaderErrors, MissingRequiredKeys) {
 TEST(YamlLoaderErrors, UnknownAndReservedKeys) {
   expectYamlError("bodys: []\n", {"bad.yaml:1: unknown top-level key 'bodys' (expected one of:"});
   expectYamlError(oneBody() + "loop_closures: []\n",
-                  {"bad.yaml:5: key 'loop_closures' is reserved"});
+                  {"bad.yaml:5: unknown top-level key 'loop_closures'", "loops, forces"});
   expectYamlError(oneBody("{type: revolute, axis: [0, 0, 1]}", "{mas: 1}"),
                   {"body 'a': inertia: unknown key 'mas' (expected one of: mass, com, inertia)"});
   expectYamlError("version: 2\n" + oneBody(), {"bad.yaml:1: version: format version 2 is newer"});
+}
+
+// --- loops, force elements, initial positions (docs/MODEL_FORMAT.md "Loops and force elements") ---
+
+// Two bars on hinges about z at x = 0 and x = 0.4, closable by a pin between their tips.
+std::string twoBars(const std::string& extra) {
+  return "bodies:\n"
+         "  - name: left\n"
+         "    joint: {type: revolute, name: left_hinge, axis: [0, 0, 1]}\n"
+         "    inertia: {mass: 1.0, com: [0.2, 0, 0], inertia: [0.01, 0.01, 0.01, 0, 0, 0]}\n"
+         "  - name: right\n"
+         "    placement: {xyz: [0.4, 0, 0]}\n"
+         "    joint: {type: revolute, name: right_hinge, axis: [0, 0, 1]}\n"
+         "    inertia: {mass: 1.0, com: [0.2, 0, 0], inertia: [0.01, 0.01, 0.01, 0, 0, 0]}\n"
+         "  - name: tip\n"
+         "    parent: right\n"
+         "    joint: {type: fixed}\n"
+         "    placement: {xyz: [0.3, 0, 0]}\n" +
+         extra;
+}
+
+TEST(YamlLoops, EveryKeyReachesTheModel) {
+  const Model m = loadYamlString(twoBars(R"(loops:
+  - name: pin
+    type: revolute
+    body_a: left
+    frame_a: {xyz: [0.3, 0, 0], rpy: [0, 0, 0.5]}
+    body_b: tip
+    frame_b: {xyz: [0.01, 0, 0]}
+    axis: [0, 0, 2]
+  - name: rod
+    type: distance
+    body_a: world
+    frame_a: {xyz: [0, 1, 0]}
+    body_b: left
+    length: 1.2
+forces:
+  - name: spring
+    type: spring_damper
+    body_a: tip
+    point_a: [0.1, 0, 0]
+    body_b: world
+    point_b: [0.2, 0.5, 0]
+    stiffness: 4530
+    damping: 2
+    rest_length: 0.07785
+initial: {left_hinge: 0.5, right_hinge: [1.0]}
+stabilisation: {baumgarte_alpha: 5, baumgarte_beta: 7, projection_iterations: 3}
+)"));
+  ASSERT_EQ(m.loops.size(), 2u);
+  EXPECT_EQ(m.nconstraints, 5 + 1);
+  const LoopClosure& pin = m.loops[0];
+  EXPECT_EQ(pin.type, ClosureType::kRevolute);
+  EXPECT_EQ(pin.body_a, m.bodyIndex("left"));
+  EXPECT_EQ(pin.body_b, m.bodyIndex("right"));  // the welded tip moves with its parent
+  EXPECT_TRUE(pin.frame_b.translation.isApprox(Vector3(0.31, 0, 0)));
+  EXPECT_NEAR(pin.frame_a.rotation(1, 0), std::sin(0.5), 1e-15);
+  EXPECT_TRUE(pin.axis.isApprox(Vector3::UnitZ()));
+  EXPECT_NEAR(pin.axis.dot(pin.normal_1), 0.0, 1e-15);
+  EXPECT_TRUE(pin.axis.cross(pin.normal_1).isApprox(pin.normal_2));
+  EXPECT_EQ(m.loops[1].body_a, 0);
+  EXPECT_EQ(m.loops[1].length, 1.2);
+  ASSERT_EQ(m.force_elements.size(), 1u);
+  const SpringDamper& spring = m.force_elements[0];
+  EXPECT_EQ(spring.body_a, m.bodyIndex("right"));
+  EXPECT_TRUE(spring.point_a.isApprox(Vector3(0.4, 0, 0)));
+  EXPECT_EQ(spring.stiffness, 4530);
+  EXPECT_EQ(spring.damping, 2);
+  EXPECT_EQ(spring.rest_length, 0.07785);
+  EXPECT_EQ(m.initial_configuration, Eigen::Vector2d(0.5, 1.0));
+  EXPECT_EQ(m.stabilisation.baumgarte_alpha, 5);
+  EXPECT_EQ(m.stabilisation.baumgarte_beta, 7);
+  EXPECT_EQ(m.stabilisation.projection_iterations, 3);
+}
+
+TEST(YamlLoops, LoopsAndForcesCanBeAddedToAUrdf) {
+  const Model arm = loadYamlString(R"(urdf: iiwa14.urdf
+forces:
+  - {name: cable, type: spring_damper, body_a: world, point_a: [0, 0, 1.5], body_b: iiwa_link_7,
+     stiffness: 50, rest_length: 0.2}
+initial: {iiwa_joint_2: 0.3}
+)", HILSIM_MODEL_DIR, "arm.yaml");
+  EXPECT_EQ(arm.force_elements.size(), 1u);
+  EXPECT_EQ(arm.initial_configuration(1), 0.3);
+}
+
+TEST(YamlLoopsErrors, EveryBadClosureNamesFileLineAndElement) {
+  const std::string pin = "loops:\n  - {name: pin, type: ball, body_a: left, body_b: ";
+  expectYamlError(twoBars(pin + "nowhere}\n"),
+                  {"bad.yaml:14: loop 'pin': body_b: no body or frame named 'nowhere'"});
+  expectYamlError(twoBars(pin + "left}\n"),
+                  {"bad.yaml:14: loop 'pin': body_a 'left' and body_b 'left' move as one body"});
+  expectYamlError(twoBars(pin + "tip, axis: [0, 0, 1]}\n"),
+                  {"bad.yaml:14: loop 'pin': axis: not used by a 'ball' loop"});
+  expectYamlError(twoBars("loops:\n  - {name: h, type: revolute, body_a: left, body_b: right,\n"
+                          "     axis: [0, 0, 0]}\n"),
+                  {"bad.yaml:15: loop 'h': axis: must be a non-zero vector"});
+  expectYamlError(twoBars("loops:\n  - {name: h, type: prismatic, body_a: left, body_b: right}\n"),
+                  {"bad.yaml:14: loop 'h': missing required key 'axis'"});
+  expectYamlError(twoBars("loops:\n  - {name: r, type: distance, body_a: left, body_b: right,\n"
+                          "     length: -0.1}\n"),
+                  {"bad.yaml:15: loop 'r': length: must be > 0 [m], got -0.1"});
+  expectYamlError(twoBars("loops:\n  - {name: r, type: hinge, body_a: left, body_b: right}\n"),
+                  {"bad.yaml:14: loop 'r': type: unknown loop type 'hinge'"});
+  expectYamlError(twoBars("loops:\n  - {name: p, type: ball, body_a: left, body_b: right}\n"
+                          "  - {name: p, type: ball, body_a: left, body_b: tip}\n"),
+                  {"bad.yaml:15: loop 'p': duplicate loop name"});
+  expectYamlError(twoBars("forces:\n  - {name: s, type: spring_damper, body_a: left, body_b: right,\n"
+                          "     stiffness: -1}\n"),
+                  {"bad.yaml:15: force 's': stiffness: must be >= 0, got -1"});
+  expectYamlError(twoBars("forces:\n  - {name: s, type: spring_damper, body_a: right, body_b: tip}\n"),
+                  {"bad.yaml:14: force 's': body_a 'right' and body_b 'tip' move as one body"});
+  expectYamlError(twoBars("forces:\n  - {name: s, type: bushing, body_a: left, body_b: right}\n"),
+                  {"bad.yaml:14: force 's': type: unknown force element type 'bushing'"});
+  expectYamlError(twoBars("initial: {elbow: 0.1}\n"),
+                  {"bad.yaml:13: initial: no moving joint named 'elbow'"});
+  expectYamlError(twoBars("initial: {left_hinge: [0.1, 0.2]}\n"),
+                  {"bad.yaml:13: initial: joint 'left_hinge' has 1 coordinate, got 2"});
+  expectYamlError(twoBars("stabilisation: {projection_iterations: 1.5}\n"),
+                  {"bad.yaml:13: stabilisation: projection_iterations: expected an integer"});
 }
 
 // --- flexible bodies ---

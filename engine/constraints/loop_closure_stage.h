@@ -1,0 +1,53 @@
+// The constraint stage of loop closures and force elements (docs/LOOPS.md). After a formulation's
+// tree q̈ it adds the force elements' accelerations, M⁻¹ Q, then solves the closures' rows
+//   J M⁻¹ Jᵀ λ = −J̇ v − 2α J v − β² C − J q̈,   q̈ ← q̈ + M⁻¹ Jᵀ λ
+// (the Schur complement of the augmented system of seed 002 eq. (61) on the tree's own
+// factorisation, with Baumgarte's stabilisation, seed 002 eq. (60)), with the formulation's M⁻¹
+// operator. After a step it projects q and v onto the constraint manifold; on a new state it
+// assembles (Levenberg–Marquardt on C(q) = 0, then J v = 0).
+#pragma once
+
+#include "engine/constraints/constraint_stage.h"
+#include "engine/constraints/pivoted_cholesky.h"
+#include "engine/formulations/formulations.h"
+
+namespace hilsim {
+
+class LoopClosureStage final : public ConstraintStage {
+ public:
+  /// Sized for `model` (its loops and force elements); `inverse_inertia` is the formulation's
+  /// M⁻¹ operator (FormulationInfo::inverse_inertia), valid after its forward dynamics.
+  LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia);
+
+  int capacity() const override { return rows_; }
+  void accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,
+                     const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
+                     Eigen::VectorXd& qdd) override;
+  void project(const Model& model, Data& data, Eigen::VectorXd& q, Eigen::VectorXd& v) override;
+  double assemble(const Model& model, Data& data, Eigen::VectorXd& q, Eigen::VectorXd& v) override;
+  double potentialEnergy(const Model& model, Data& data, const Eigen::VectorXd& q) override;
+
+  /// Closure forces λ of the last accelerations() (m = model.nconstraints), in the directions of
+  /// the rows (docs/LOOPS.md): a force [N] or torque [N·m] on body b, its opposite on body a.
+  const Eigen::VectorXd& multipliers() const { return lambda_; }
+  /// Numerical rank of J M⁻¹ Jᵀ at the last accelerations(): m when no row is redundant.
+  int rank() const { return solver_.rank(); }
+  /// ‖C(q)‖∞ at the last accelerations(), project() or assemble() [m, rad].
+  double positionError() const { return position_error_; }
+
+ private:
+  // C and J at q (forward kinematics first); returns ‖C‖∞
+  double positionRows(const Model& model, Data& data, const Eigen::VectorXd& q);
+  // v ← v − Jᵀ (J Jᵀ)⁺ J v with the J of the last positionRows()
+  void projectVelocity(Eigen::VectorXd& v);
+
+  InverseInertiaFunction inverse_inertia_;
+  int rows_;
+  Eigen::VectorXd C_, bias_, rhs_, lambda_, row_values_;
+  Eigen::MatrixXd J_, minv_jt_, delassus_;
+  Eigen::VectorXd column_, generalized_force_, q_trial_, step_;
+  PivotedCholesky solver_;
+  double position_error_ = 0.0;
+};
+
+}  // namespace hilsim
