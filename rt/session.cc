@@ -64,7 +64,7 @@ Session::Session(SessionConfig config, EventLogger* events)
       period_(static_cast<Nanoseconds>(std::llround(1e9 / config_.control_rate))),
       simulator_(config_.model, config_.formulation, config_.integrator,
                  1.0 / (config_.control_rate * config_.substeps)),
-      q0_(config_.initial_q.value_or(config_.model->neutralConfiguration())),
+      q0_(config_.initial_q.value_or(config_.model->initialConfiguration())),
       v0_(config_.initial_v.value_or(Eigen::VectorXd::Zero(config_.model->nv))),
       held_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       applied_tau_(Eigen::VectorXd::Zero(config_.model->nv)),

@@ -76,7 +76,7 @@ struct SessionConfig {
   OverrunPolicy overrun = OverrunPolicy::kSkip;
   int max_catch_up = 10;
   ThreadSetup thread;  ///< RT thread set-up: memory lock, SCHED_FIFO, affinity
-  std::optional<Eigen::VectorXd> initial_q;  ///< default: the neutral configuration
+  std::optional<Eigen::VectorXd> initial_q;  ///< default: the model's initial configuration (Model::initialConfiguration)
   std::optional<Eigen::VectorXd> initial_v;  ///< default: at rest
   /// Speeds above this [rad/s or m/s] count as a diverged simulation and fault the session.
   double max_speed = 1e4;

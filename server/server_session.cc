@@ -78,7 +78,7 @@ void ServerSession::reset(const std::optional<Eigen::VectorXd>& q,
                           const std::optional<Eigen::VectorXd>& v) {
   if (q || v) {
     const Eigen::VectorXd q0 = q ? *q : session_->config().initial_q.value_or(
-                                            session_->model().neutralConfiguration());
+                                            session_->model().initialConfiguration());
     const Eigen::VectorXd v0 =
         v ? *v : session_->config().initial_v.value_or(Eigen::VectorXd::Zero(nv()));
     session_->reset(q0, v0);

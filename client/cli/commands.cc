@@ -94,7 +94,7 @@ LoopSummary summariseLoops(const Model& model) {
   if (model.nconstraints == 0) return summary;
   Data data(model, DataWorkspace::kPerBody);
   LoopClosureStage stage(model, formulationInfo(Formulation::kAba).inverse_inertia);
-  Eigen::VectorXd q = model.initial_configuration;
+  Eigen::VectorXd q = model.initialConfiguration();
   Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
   summary.residual = stage.assemble(model, data, q, v);
   summary.rank = stage.rank();  // of J Jᵀ, from the velocity projection at the assembled q
@@ -496,9 +496,7 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
                    2);
   }
 
-  Eigen::VectorXd q = model.initial_configuration.size() == model.nq
-                          ? model.initial_configuration
-                          : model.neutralConfiguration();
+  Eigen::VectorXd q = model.initialConfiguration();
   Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
   Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
   if (!options.tau.empty()) tau = parseVectorOption(options.tau, model.nv, "--tau");

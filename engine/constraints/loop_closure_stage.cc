@@ -93,8 +93,8 @@ void LoopClosureStage::project(const Model& model, Data& data, Eigen::VectorXd& 
     delassus_.noalias() = J_ * J_.transpose();
     solver_.compute(delassus_, rows_);
     solver_.solve(C_, rhs_);
-    step_.noalias() = -(J_.transpose() * rhs_);
-    integrateConfiguration(model, q, step_, 1.0, q_trial_);
+    step_.noalias() = J_.transpose() * rhs_;  // −Δ (a negated product would be a temporary)
+    integrateConfiguration(model, q, step_, -1.0, q_trial_);
     q = q_trial_;
   }
   positionRows(model, data, q);
@@ -114,8 +114,8 @@ double LoopClosureStage::assemble(const Model& model, Data& data, Eigen::VectorX
     delassus_.diagonal().array() += damping * (scale > 0.0 ? scale : 1.0);
     solver_.compute(delassus_, rows_);
     solver_.solve(C_, rhs_);
-    step_.noalias() = -(J_.transpose() * rhs_);
-    integrateConfiguration(model, q, step_, 1.0, q_trial_);
+    step_.noalias() = J_.transpose() * rhs_;  // −Δ (a negated product would be a temporary)
+    integrateConfiguration(model, q, step_, -1.0, q_trial_);
     const double trial_error = positionRows(model, data, q_trial_);
     if (trial_error < error) {
       q = q_trial_;

@@ -51,8 +51,7 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       formulation_(formulation),
       integrator_(integrator),
       dt_(dt),
-      q_(model_->initial_configuration.size() == model_->nq ? model_->initial_configuration
-                                                             : model_->neutralConfiguration()),
+      q_(model_->initialConfiguration()),
       v_(Eigen::VectorXd::Zero(model_->nv)),
       qdd_(Eigen::VectorXd::Zero(model_->nv)),
       q_stage_(q_),

@@ -127,6 +127,12 @@ struct Model {
   /// Neutral configuration: zero joint angles, identity quaternions, undeformed bodies (nq).
   Eigen::VectorXd neutralConfiguration() const;
 
+  /// Where a simulation starts: initial_configuration (the neutral one where a model file gives
+  /// no `initial` values).
+  Eigen::VectorXd initialConfiguration() const {
+    return initial_configuration.size() == nq ? initial_configuration : neutralConfiguration();
+  }
+
   /// True when the model has loop closures or force elements (it needs the constraint stage).
   bool hasClosures() const { return !loops.empty() || !force_elements.empty(); }
 

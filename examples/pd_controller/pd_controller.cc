@@ -24,6 +24,7 @@
 #include "client/simulation_client.h"
 #include "client/udp_controller.h"
 #include "engine/io/model_loader.h"
+#include "examples/example_options.h"
 #include "examples/pd_controller/pd_law.h"
 
 namespace {
@@ -34,36 +35,12 @@ using hilsim::client::UdpController;
 using hilsim::examples::asSpan;
 namespace v1 = hilsim::v1;
 
-struct Options {
-  std::string server = "127.0.0.1:50051";
-  std::string token;
-  double duration = 5.0;  // [s]
-};
-
-Options parseOptions(int argc, char** argv) {
-  Options options;
-  if (const char* server = std::getenv("HILSIM_SERVER")) options.server = server;
-  if (const char* token = std::getenv("HILSIM_ACCESS_TOKEN")) options.token = token;
-  for (int k = 1; k < argc; ++k) {
-    const std::string arg = argv[k];
-    if (k + 1 >= argc) throw std::runtime_error("usage: pd_controller [--server HOST:PORT] "
-                                                "[--token TOKEN] [--duration SECONDS]");
-    if (arg == "--server") options.server = argv[++k];
-    else if (arg == "--token") options.token = argv[++k];
-    else if (arg == "--duration") options.duration = std::stod(argv[++k]);
-    else throw std::runtime_error("unknown option '" + arg + "'");
-  }
-  return options;
-}
-
-/// "host" of "host:port" (the UDP port comes from the session).
-std::string hostOf(const std::string& target) { return target.substr(0, target.rfind(':')); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    const Options options = parseOptions(argc, argv);
+    const hilsim::examples::ExampleOptions options =
+        hilsim::examples::parseExampleOptions(argc, argv, "pd_controller", 5.0);
     hilsim::client::ClientOptions client_options;
     client_options.access_token = options.token;
     SimulationClient client(options.server, client_options);
@@ -87,7 +64,7 @@ int main(int argc, char** argv) {
     hilsim::examples::PdGravityLaw law(model, target, /*bandwidth_hz=*/10.0);
 
     // 3. UDP: a sync makes this socket the session's peer; then one State per cycle arrives.
-    UdpController udp(hostOf(options.server),
+    UdpController udp(hilsim::examples::hostOf(options.server),
                       static_cast<std::uint16_t>(created.session().udp_port()), id,
                       created.udp_token());
     v1::State state;

@@ -22,6 +22,7 @@
 #include "client/cli/commands.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/aba.h"
+#include "engine/constraints/loop_closure_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/io/model_loader.h"
@@ -579,6 +580,79 @@ TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
       }
     }
   }
+}
+
+TEST_F(CliTest, InfoReportsLoopsMobilityAndAssembly) {
+  // the four-bar: one revolute loop of 5 rows, rank 2 in the plane, mobility 1; the delta robot:
+  // six rods, rank 6, the platform's 3 translations
+  const RunResult text = runInProcess({"info", "--model", "four_bar"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("loops     1  (5 constraint rows, rank 2 at the assembled start: "
+                          "mobility 1)\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  coupler_rocker_pin: revolute, coupler -> rocker, 5 rows\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("assembly  residual "), std::string::npos) << text.out;
+
+  const RunResult json = runInProcess({"info", "--model", "delta", "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  Json doc;
+  ASSERT_NO_THROW(doc = JsonParser(json.out).parseDocument()) << json.out;
+  EXPECT_EQ(doc["loops"].array.size(), 6u);
+  EXPECT_EQ(doc["loops"].array.at(0)["type"].string, "distance");
+  EXPECT_EQ(doc["constraint_rows"].number, 6.0);
+  EXPECT_EQ(doc["constraint_rank"].number, 6.0);
+  EXPECT_EQ(doc["mobility"].number, 3.0);
+  EXPECT_LT(doc["assembly_residual"].number, 1e-12);
+  EXPECT_EQ(doc["force_elements"].array.size(), 0u);
+}
+
+TEST_F(CliTest, SimulateHoldsTheGivenJointForcesOnALoopModel) {
+  // the delta robot's three motors push down: the platform, held by the rods, goes down; the
+  // wrong number of values is a usage error
+  const RunResult r = runInProcess({"simulate", "--model", "delta", "--duration", "0.2",
+                                    "--tau", "3,3,3,0,0,0,0,0,0", "--output",
+                                    path("delta.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Csv trajectory = readCsv(path("delta.csv"));
+  ASSERT_EQ(trajectory.rows.size(), 201u);
+  const std::size_t platform_z = 1 + 3 + 2;  // t, three motors, then x y z of the platform
+  EXPECT_EQ(trajectory.header.at(platform_z), "q_platform_joint_2");
+  EXPECT_LT(trajectory.rows.back()[platform_z], trajectory.rows.front()[platform_z] - 0.01);
+  const RunResult wrong = runInProcess({"simulate", "--model", "delta", "--tau", "1,2"});
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.err.find("--tau: expected 9 comma-separated values, got 2"), std::string::npos)
+      << wrong.err;
+}
+
+TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {
+  const Model model = loadModel("four_bar");
+  std::mt19937 rng(3);
+  const auto cases = writeEvalInput(model, path("in.csv"), 5, rng);
+  for (const FormulationInfo& f : formulations()) {
+    const RunResult r = runInProcess({"eval", "--model", "four_bar", "--solver", std::string(f.name),
+                                      "--input", path("in.csv").string(), "--output",
+                                      path("out.csv").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Csv out = readCsv(path("out.csv"));
+    ASSERT_EQ(out.rows.size(), cases.size());
+    Data data(model);
+    LoopClosureStage stage(model, f.inverse_inertia);
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      Eigen::VectorXd expected =
+          forwardDynamics(f.id, model, data, cases[k].q, cases[k].v, cases[k].x);
+      stage.accelerations(model, data, cases[k].q, cases[k].v, cases[k].x, expected);
+      const Eigen::VectorXd got = Eigen::Map<const Eigen::VectorXd>(out.rows[k].data(), model.nv);
+      EXPECT_EQ(got, expected) << f.name << " row " << k;
+    }
+  }
+  const RunResult inverse = runInProcess({"eval", "--model", "four_bar", "--inverse", "--input",
+                                          path("in.csv").string(), "--output",
+                                          path("out.csv").string()});
+  EXPECT_EQ(inverse.code, 2);
+  EXPECT_NE(inverse.err.find("has loop closures"), std::string::npos) << inverse.err;
 }
 
 TEST_F(CliTest, EvalInverseRoundTripsEval) {

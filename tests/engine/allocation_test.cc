@@ -45,7 +45,11 @@ void recordEigenAssertion(const char* condition) noexcept;
 #include "engine/algorithms/tree_ldl.h"
 #include "engine/model/configuration.h"
 #include "engine/integrators/simulator.h"
+#include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
+#include "engine/constraints/closure_kinematics.h"
+#include "engine/constraints/loop_closure_stage.h"
+#include "engine/io/model_loader.h"
 #include "tests/support/allocation_hooks.h"
 #include "tests/support/formulation_matrix.h"
 #include "tests/support/random_model.h"
@@ -219,8 +223,30 @@ TEST(AllocationCounter, CountsEveryAllocatorInsideTheGuardOnly) {
   return test::randomFlexibleTree(rng, options);
 }
 
+/// A floating random tree closed by every loop type, with two spring–dampers.
+[[maybe_unused]] Model closedTree() {
+  std::mt19937 rng(33);
+  test::RandomTreeOptions options;
+  options.bodies = 10;
+  Model model = test::randomTree(rng, options);
+  test::addRandomClosures(model, test::randomConfiguration(model, rng), 5, rng);
+  for (int k = 0; k < 2; ++k) {
+    SpringDamperSpec spring;
+    spring.name = "spring" + std::to_string(k);
+    spring.body_a = model.body_names[k];
+    spring.body_b = model.body_names[model.nbodies - 1 - k];
+    spring.stiffness = 50.0;
+    spring.damping = 0.5;
+    spring.rest_length = 0.1;
+    addSpringDamper(model, spring);
+  }
+  return model;
+}
+
 [[maybe_unused]] Model modelNamed(const std::string& name) {
   if (name == "floating_tree") return floatingTree();
+  if (name == "closed_tree") return closedTree();
+  if (name == "four_bar" || name == "delta") return loadModel(name);
   if (name == "massless_chain") return test::masslessChain();
   if (name == "flexible_tree") return flexibleTree();
   return fixedBaseChain();
@@ -267,7 +293,8 @@ TEST_P(SimulatorAllocations, TenThousandStepsAllocateNothing) {
 // Every formulation × integrator × model family that checkSimulatorChoice accepts.
 std::vector<SimulatorCase> simulatorCases() {
   std::vector<SimulatorCase> cases;
-  for (const char* name : {"floating_tree", "fixed_chain", "flexible_tree", "massless_chain"}) {
+  for (const char* name : {"floating_tree", "fixed_chain", "flexible_tree", "massless_chain",
+                           "closed_tree", "four_bar", "delta"}) {
     const Model model = modelNamed(name);
     for (const Formulation f : test::allFormulations())
       for (const Integrator i : test::allIntegrators())
@@ -346,6 +373,45 @@ TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Models, AlgorithmAllocations,
                          ::testing::Values("floating_tree", "fixed_chain", "flexible_tree"));
+
+// The loop closure stage on its own, for every formulation's M⁻¹: accelerations, projection,
+// assembly, the closure rows, the force elements and their energy.
+TEST(LoopStageAllocations, EveryPartOfTheStageAllocatesNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  const Model model = closedTree();
+  std::mt19937 rng(9);
+  const Eigen::VectorXd q0 = test::randomConfiguration(model, rng);
+  const Eigen::VectorXd v0 = test::randomVector(model.nv, rng);
+  const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
+  for (const FormulationInfo& f : formulations()) {
+    Data data = test::dataFor(model, f.id);
+    LoopClosureStage stage(model, f.inverse_inertia);
+    Eigen::VectorXd q = q0, v = v0, qdd(model.nv), C(model.nconstraints), bias(model.nconstraints);
+    Eigen::MatrixXd J(model.nconstraints, model.nv);
+    double sum = 0.0;
+    Counts counts;
+    {
+      AllocationGuard guard;
+      for (int k = 0; k < 100; ++k) {
+        sum += stage.assemble(model, data, q, v);
+        qdd = f.forward_dynamics(model, data, q, v, tau);
+        stage.accelerations(model, data, q, v, tau, qdd);
+        stage.project(model, data, q, v);
+        forwardKinematics(model, data, q, v);
+        evaluateClosures(model, data, {&C, &J, &bias});
+        addForceElementForces(model, data, qdd);
+        sum += qdd(0) + stage.multipliers()(0) + C(0) + J(0, 0) + bias(0);
+        sum += forceElementEnergy(model, data) + stage.potentialEnergy(model, data, q);
+      }
+      counts = guard.stop();
+    }
+    expectNoHeapTraffic(counts, std::string("loop stage ") + std::string(f.name));
+    EXPECT_TRUE(std::isfinite(sum)) << f.name;
+  }
+#endif
+}
 
 // Simulator::energy() and setState() are also callable from the loop.
 TEST(SimulatorStateAllocations, EnergyAndSetStateAllocateNothing) {

@@ -179,10 +179,11 @@ TEST_F(ServerTest, BadRequestsGetClearStatusCodes) {
 
 // Lockstep through Step is the offline simulation, bit for bit: same model, same integrator,
 // same torques, same step.
-// Lockstep through Step reproduces the offline simulation bit for bit, on the default arm and on
-// the flexible arm (its modal coordinates travel in q and v like any others).
+// Lockstep through Step reproduces the offline simulation bit for bit, on the default arm, on
+// the flexible arm (its modal coordinates travel in q and v like any others) and on the two
+// closed-loop models (assembled at the start, the constraint stage in every step).
 TEST_F(ServerTest, LockstepStepReproducesOfflineSimulation) {
-  for (const char* name : {"iiwa14", "flexible_arm"}) {
+  for (const char* name : {"iiwa14", "flexible_arm", "four_bar", "delta"}) {
     SCOPED_TRACE(name);
     v1::CreateSessionRequest request;
     request.mutable_model()->set_bundled_name(name);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "client/udp_controller.h"
+#include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 #include "server/server_session.h"
 
@@ -44,9 +45,10 @@ std::shared_ptr<const Model> pendulum() {
   return model;
 }
 
-rt::SessionConfig sessionConfig(rt::SessionMode mode, std::size_t command_capacity) {
+rt::SessionConfig sessionConfig(rt::SessionMode mode, std::size_t command_capacity,
+                                std::shared_ptr<const Model> model) {
   rt::SessionConfig c;
-  c.model = pendulum();
+  c.model = std::move(model);
   c.mode = mode;
   c.control_rate = 1000.0;
   c.command_capacity = command_capacity;
@@ -77,8 +79,9 @@ std::span<const std::uint8_t> bytes(const std::string& s) {
 
 /// A session with its UDP endpoint on an ephemeral loopback port.
 struct Rig {
-  explicit Rig(rt::SessionMode mode, std::size_t command_capacity = 64)
-      : session(kSessionId, sessionConfig(mode, command_capacity), v1::ModelInfo(),
+  explicit Rig(rt::SessionMode mode, std::size_t command_capacity = 64,
+               std::shared_ptr<const Model> model = pendulum())
+      : session(kSessionId, sessionConfig(mode, command_capacity, std::move(model)), v1::ModelInfo(),
                 v1::SessionConfig(), kToken),
         endpoint(session, "127.0.0.1", 0) {
     session.setUdpPort(endpoint.port());
@@ -233,6 +236,29 @@ TEST(UdpEndpoint, StepsAboveTheSessionsLimitAreRefusedUnanswered) {
   rt_ctl->send(std::vector<double>{0.25}, 4'000'000'000u);
   EXPECT_TRUE(eventually([&] { return load(realtime.udp().accepted) == 2; }));
   EXPECT_EQ(load(realtime.udp().too_many_steps), 0u);
+}
+
+TEST(UdpEndpoint, AClosedLoopModelRunsInLockstepExactlyAsOffline) {
+  // the delta robot (six distance loops): each UDP command's answer is the offline Simulator's
+  // state after the same steps under the same torques, bit for bit
+  const auto delta = std::make_shared<const Model>(loadModel("delta"));
+  Rig rig(rt::SessionMode::kLockstep, 64, delta);
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  Simulator offline(delta, Formulation::kAba, Integrator::kRk4, 1e-3);
+  std::vector<double> tau(delta->nv, 0.0);
+  for (int k = 1; k <= 50; ++k) {
+    for (int j = 0; j < 3; ++j) tau[j] = 2.0 * std::sin(0.1 * k + j);  // the three motors
+    const std::uint32_t steps = 1 + k % 3;
+    ctl->send(tau, steps);
+    ASSERT_TRUE(ctl->receive(s, kWait)) << "command " << k;
+    const Eigen::Map<const Eigen::VectorXd> torque(tau.data(), delta->nv);
+    for (std::uint32_t n = 0; n < steps; ++n) offline.step(torque);
+    ASSERT_EQ(s.q_size(), delta->nq);
+    for (int j = 0; j < delta->nq; ++j) ASSERT_EQ(s.q(j), offline.q()(j)) << "command " << k;
+    for (int j = 0; j < delta->nv; ++j) ASSERT_EQ(s.v(j), offline.v()(j)) << "command " << k;
+  }
 }
 
 TEST(UdpEndpoint, EveryLockstepCommandOfAPingPongControllerIsAnswered) {

@@ -209,6 +209,25 @@ MujocoModel::MujocoModel(const std::string& urdf_path, bool floating_base) {
   }
 }
 
+MujocoModel::MujocoModel(const Mjcf& mjcf) {
+  auto vfs = std::make_unique<mjVFS>();
+  mj_defaultVFS(vfs.get());
+  const char* name = "model.xml";
+  if (mj_makeEmptyFileVFS(vfs.get(), name, static_cast<int>(mjcf.xml.size())) != 0)
+    fail("MuJoCo VFS: cannot add the MJCF text");
+  std::copy(mjcf.xml.begin(), mjcf.xml.end(), static_cast<char*>(vfs->filedata[0]));
+  std::array<char, 1000> message{};
+  m_ = mj_loadXML(name, vfs.get(), message.data(), static_cast<int>(message.size()));
+  mj_deleteVFS(vfs.get());
+  if (!m_) fail(std::string("MuJoCo cannot load the MJCF text: ") + message.data());
+  m_->opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
+  d_ = mj_makeData(m_);
+  if (!d_) {
+    mj_deleteModel(m_);
+    fail("MuJoCo: mj_makeData failed for the MJCF text");
+  }
+}
+
 MujocoModel::~MujocoModel() {
   if (d_) mj_deleteData(d_);
   if (m_) mj_deleteModel(m_);
@@ -337,6 +356,57 @@ double useMujocoInertias(const mjModel* m, Model& model) {
     h = mj;
   }
   return largest_change;
+}
+
+std::string mjcfWithLoops(const Model& model, const Eigen::VectorXd& q_assembled, double timestep,
+                          const std::string& solref) {
+  const auto numbers = [](const auto& v) {
+    std::ostringstream out;
+    out.precision(17);
+    for (Eigen::Index k = 0; k < v.size(); ++k) out << (k > 0 ? " " : "") << v[k];
+    return out.str();
+  };
+  std::ostringstream xml;
+  xml.precision(17);
+  xml << "<mujoco>\n<compiler angle=\"radian\"/>\n<option gravity=\"" << numbers(model.gravity)
+      << "\" timestep=\"" << timestep << "\" integrator=\"RK4\"/>\n<worldbody>\n";
+  // bodies nest as the tree; parent[i] < i, so a child follows its parent's open tag
+  std::vector<int> open;
+  for (int i = 1; i < model.nbodies; ++i) {
+    if (model.joints[i].type != JointType::kRevolute)
+      fail("mjcfWithLoops: joint '" + model.joint_names[i] + "' is not revolute");
+    while (!open.empty() && open.back() != model.parent[i]) {
+      xml << "</body>\n";
+      open.pop_back();
+    }
+    const double angle = q_assembled[model.idx_q[i]];
+    const Vector3& axis = model.joints[i].axis;
+    const Eigen::Quaterniond rotation(model.joint_placement[i].rotation *
+                                      Eigen::AngleAxisd(angle, axis).toRotationMatrix());
+    const Inertia& inertia = model.inertias[i];
+    const Matrix3& I = inertia.inertia_com;
+    xml << "<body name=\"" << model.body_names[i] << "\" pos=\""
+        << numbers(model.joint_placement[i].translation) << "\" quat=\"" << rotation.w() << " "
+        << rotation.x() << " " << rotation.y() << " " << rotation.z() << "\">\n"
+        << "<joint name=\"" << model.joint_names[i] << "\" type=\"hinge\" axis=\"" << numbers(axis)
+        << "\" ref=\"" << angle << "\" damping=\"" << model.damping[model.idx_v[i]] << "\"/>\n"
+        << "<inertial pos=\"" << numbers(inertia.com) << "\" mass=\"" << inertia.mass
+        << "\" fullinertia=\"" << I(0, 0) << " " << I(1, 1) << " " << I(2, 2) << " " << I(0, 1)
+        << " " << I(0, 2) << " " << I(1, 2) << "\"/>\n";
+    open.push_back(i);
+  }
+  for (std::size_t k = 0; k < open.size(); ++k) xml << "</body>\n";
+  xml << "</worldbody>\n<equality>\n";
+  for (const LoopClosure& c : model.loops) {
+    if (c.type != ClosureType::kBall && c.type != ClosureType::kRevolute)
+      fail("mjcfWithLoops: loop '" + c.name + "' is neither ball nor revolute");
+    if (c.body_a == 0) fail("mjcfWithLoops: loop '" + c.name + "' must start on a body");
+    xml << "<connect body1=\"" << model.body_names[c.body_a] << "\" body2=\""
+        << model.body_names[c.body_b] << "\" anchor=\"" << numbers(c.frame_a.translation)
+        << "\" solref=\"" << solref << "\"/>\n";
+  }
+  xml << "</equality>\n</mujoco>\n";
+  return xml.str();
 }
 
 }  // namespace hilsim::test

@@ -38,6 +38,12 @@ class MujocoModel {
   /// the offending body's principal moments by their mean (balancedInertia() is then true).
   /// Gravity is MuJoCo's default (0, 0, −9.81). Throws std::runtime_error with MuJoCo's message.
   MujocoModel(const std::string& urdf_path, bool floating_base);
+  /// MJCF text as given (mjcfWithLoops); its equality constraints stay on, contacts, limits and
+  /// friction loss off. Throws std::runtime_error with MuJoCo's message.
+  struct Mjcf {
+    std::string xml;
+  };
+  explicit MujocoModel(const Mjcf& mjcf);
   ~MujocoModel();
   MujocoModel(const MujocoModel&) = delete;
   MujocoModel& operator=(const MujocoModel&) = delete;
@@ -88,5 +94,14 @@ Model modelFromMujoco(const mjModel* m);
 /// inertia entry relative to that body's largest moment (what MuJoCo's compiler perturbed).
 /// Throws std::runtime_error if a body has no counterpart.
 double useMujocoInertias(const mjModel* m, Model& model);
+
+/// MJCF of a hilsim model whose joints are all revolute, with one `connect` equality constraint
+/// per ball or revolute loop (MuJoCo's soft point constraint; a revolute loop's axis rows are left
+/// out, which is exact for a planar linkage). MuJoCo computes a connect's second anchor from the
+/// compiled configuration, so the bodies are written at `q_assembled` (each joint's `ref`), where
+/// the loops hold. Gravity, inertias, damping as in `model`; RK4 at `timestep`; `solref` is the
+/// constraints' time constant and damping ratio.
+std::string mjcfWithLoops(const Model& model, const Eigen::VectorXd& q_assembled, double timestep,
+                          const std::string& solref);
 
 }  // namespace hilsim::test

@@ -257,19 +257,26 @@ Model masslessChain() {
 }
 
 void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng) {
+  constexpr ClosureType kTypes[] = {ClosureType::kBall, ClosureType::kRevolute,
+                                    ClosureType::kPrismatic, ClosureType::kWeld,
+                                    ClosureType::kDistance};
+  std::vector<ClosureType> types;
+  for (int k = 0; k < count; ++k) types.push_back(kTypes[k % 5]);
+  addRandomClosures(model, q, types, rng);
+}
+
+void addRandomClosures(Model& model, const Eigen::VectorXd& q, std::span<const ClosureType> types,
+                       std::mt19937& rng) {
   Data data(model, DataWorkspace::kPerBody);
   forwardKinematics(model, data, q);
   std::uniform_int_distribution<int> body(0, model.nbodies - 1);
   const auto pose = [&](int b) { return b == 0 ? Transform() : data.X_WB[b]; };
-  constexpr ClosureType kTypes[] = {ClosureType::kBall, ClosureType::kRevolute,
-                                    ClosureType::kPrismatic, ClosureType::kWeld,
-                                    ClosureType::kDistance};
-  for (int k = 0; k < count; ++k) {
+  for (const ClosureType type : types) {
     int a = body(rng), b = body(rng);
     while (b == a) b = body(rng);
     LoopClosureSpec spec;
     spec.name = "closure" + std::to_string(model.loops.size());
-    spec.type = kTypes[k % 5];
+    spec.type = type;
     spec.body_a = model.body_names[a];
     spec.body_b = model.body_names[b];
     spec.frame_a = Transform(randomRotation(rng),

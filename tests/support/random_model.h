@@ -2,6 +2,7 @@
 #pragma once
 
 #include <random>
+#include <span>
 
 #include "engine/model/model.h"
 
@@ -53,6 +54,9 @@ Inertia randomInertia(std::mt19937& rng);
 /// world) to `model`, placed so that they hold at configuration q: frame A at a random pose on
 /// body a, frame B where A is at q (a distance closure: a random point, at the length it has at q).
 void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng);
+/// The same with the closure types given, one closure each.
+void addRandomClosures(Model& model, const Eigen::VectorXd& q, std::span<const ClosureType> types,
+                       std::mt19937& rng);
 
 /// A chain with massless bodies (seed 003): a massless cross between two joints (rank restored
 /// by its child), a massless slider on a spring–damper carrying the tip (one algebraic velocity)

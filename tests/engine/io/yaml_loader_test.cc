@@ -274,7 +274,7 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
     const std::size_t start = at + 8;
     examples.push_back(doc.substr(start, doc.find("```", start) - start));
   }
-  ASSERT_EQ(examples.size(), 3u);
+  ASSERT_EQ(examples.size(), 4u);
   const Model arm = loadYamlString(examples[0], ".", "two_link_arm.yaml");
   EXPECT_EQ(arm.name, "two_link_arm");
   EXPECT_EQ(arm.nv, 2);
@@ -288,6 +288,11 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
   const Model wrapped = loadYamlString(examples[2], HILSIM_MODEL_DIR, "quadruped.yaml");
   EXPECT_EQ(wrapped.nq, 19);
   EXPECT_EQ(wrapped.nv, 18);
+  const Model loop = loadYamlString(examples[3], ".", "slider_crank.yaml");
+  EXPECT_EQ(loop.loops.size(), 1u);
+  EXPECT_EQ(loop.nconstraints, 5);
+  EXPECT_EQ(loop.force_elements.size(), 1u);
+  EXPECT_EQ(loop.initial_configuration, Eigen::Vector3d(0.5, -0.7, 0.37));
 }
 
 TEST(YamlLoader, ModelNameDefaultsToTheFileStem) {
