@@ -28,4 +28,14 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& H, Eigen::VectorXd&
     for (int j = lambda[i]; j >= 0; j = lambda[j]) b(i) -= H(i, j) * b(j);
 }
 
+void treeLdlSolve(const Model& model, const Eigen::MatrixXd& H, Eigen::Ref<Eigen::MatrixXd> B) {
+  assert(B.rows() == model.nv);
+  const std::vector<int>& lambda = model.dof_parent;
+  for (int i = model.nv - 1; i >= 0; --i)
+    for (int j = lambda[i]; j >= 0; j = lambda[j]) B.row(j) -= H(i, j) * B.row(i);
+  for (int i = 0; i < model.nv; ++i) B.row(i) /= H(i, i);
+  for (int i = 0; i < model.nv; ++i)
+    for (int j = lambda[i]; j >= 0; j = lambda[j]) B.row(i) -= H(i, j) * B.row(j);
+}
+
 }  // namespace hilsim

@@ -15,4 +15,7 @@ void treeLdlFactor(const Model& model, Eigen::MatrixXd& factor);
 /// Solves M x = b in place (b becomes x) with a factor from treeLdlFactor.
 void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::VectorXd& b);
 
+/// The same for every column of B (nv × k) at once.
+void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Ref<Eigen::MatrixXd> B);
+
 }  // namespace hilsim

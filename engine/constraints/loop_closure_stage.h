@@ -7,6 +7,8 @@
 // assembles (Levenberg–Marquardt on C(q) = 0, then J v = 0).
 #pragma once
 
+#include <vector>
+
 #include "engine/constraints/constraint_stage.h"
 #include "engine/constraints/pivoted_cholesky.h"
 #include "engine/formulations/formulations.h"
@@ -40,12 +42,16 @@ class LoopClosureStage final : public ConstraintStage {
   double positionRows(const Model& model, Data& data, const Eigen::VectorXd& q);
   // v ← v − Jᵀ (J Jᵀ)⁺ J v with the J of the last positionRows()
   void projectVelocity(Eigen::VectorXd& v);
+  // the same with J Jᵀ already factorised in solver_
+  void projectVelocityFactored(Eigen::VectorXd& v);
 
   InverseInertiaFunction inverse_inertia_;
   int rows_;
   Eigen::VectorXd C_, bias_, rhs_, lambda_, row_values_;
   Eigen::MatrixXd J_, minv_jt_, delassus_;
-  Eigen::VectorXd column_, generalized_force_, q_trial_, step_;
+  Eigen::MatrixXd compact_;       // nv × m: the columns of Jᵀ that are not zero, packed
+  std::vector<int> active_rows_;  // the rows they come from
+  Eigen::VectorXd generalized_force_, q_trial_, step_;
   PivotedCholesky solver_;
   double position_error_ = 0.0;
 };

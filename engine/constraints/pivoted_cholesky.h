@@ -31,7 +31,11 @@ class PivotedCholesky {
     for (int k = 0; k < n; ++k) perm_(k) = k;
     L_.topLeftCorner(n, n) = A.topLeftCorner(n, n).triangularView<Eigen::Lower>();
     double largest = 0.0;
-    for (int k = 0; k < n; ++k) largest = std::max(largest, L_(k, k));
+    active_ = 0;  // rows with a non-zero diagonal: a zero row of J has none
+    for (int k = 0; k < n; ++k) {
+      largest = std::max(largest, L_(k, k));
+      if (L_(k, k) != 0.0) ++active_;
+    }
     const double tolerance = kRankTolerance * largest;
     rank_ = 0;
     for (int k = 0; k < n; ++k) {
@@ -60,9 +64,20 @@ class PivotedCholesky {
     // P A Pᵀ = L Lᵀ with L (n × r) of full column rank
     for (int k = 0; k < n; ++k) work_(k) = b(perm_(k));
     const auto L = L_.topLeftCorner(n, r);
-    if (r == n) {
-      L.triangularView<Eigen::Lower>().solveInPlace(work_.head(n));
-      L.transpose().triangularView<Eigen::Upper>().solveInPlace(work_.head(n));
+    if (r == active_) {
+      // full rank on the rows that are there (pivoting puts zero rows last): L₁ L₁ᵀ y = b₁ on
+      // the first r, zero for the others. Plain loops: r is a mechanism's few rows.
+      for (int i = 0; i < r; ++i) {
+        double x = work_(i);
+        for (int j = 0; j < i; ++j) x -= L_(i, j) * work_(j);
+        work_(i) = x / L_(i, i);
+      }
+      for (int i = r - 1; i >= 0; --i) {
+        double x = work_(i);
+        for (int j = i + 1; j < r; ++j) x -= L_(j, i) * work_(j);
+        work_(i) = x / L_(i, i);
+      }
+      for (int i = r; i < n; ++i) work_(i) = 0.0;
     } else {
       // A⁺ = Pᵀ L (LᵀL)⁻² Lᵀ P
       y_.head(r).noalias() = L.transpose() * work_.head(n);
@@ -106,7 +121,7 @@ class PivotedCholesky {
   Eigen::MatrixXd L_, gram_;
   Eigen::VectorXd work_, y_;
   Eigen::VectorXi perm_;
-  int n_ = 0, rank_ = 0;
+  int n_ = 0, rank_ = 0, active_ = 0;
 };
 
 }  // namespace hilsim

@@ -24,9 +24,9 @@ const Eigen::VectorXd& crbaLdlForwardDynamics(const Model& model, Data& data,
   return crbaForwardDynamics(model, data, q, v, tau);
 }
 
-// M⁻¹ x from the tree LᵀDL factor crbaForwardDynamics leaves in data.M_factor.
-void crbaLdlInverseInertia(const Model& model, Data& data, Eigen::VectorXd& x) {
-  treeLdlSolve(model, data.M_factor, x);
+// M⁻¹ X from the tree LᵀDL factor crbaForwardDynamics leaves in data.M_factor.
+void crbaLdlInverseInertia(const Model& model, Data& data, Eigen::Ref<Eigen::MatrixXd> X) {
+  treeLdlSolve(model, data.M_factor, X);
 }
 
 // The table. Rows in enum order (formulationInfo indexes it), the default first.

@@ -35,9 +35,11 @@ using ForwardDynamicsFunction = const Eigen::VectorXd& (*)(const Model& model, D
                                                            const Eigen::VectorXd& v,
                                                            const Eigen::VectorXd& tau);
 
-/// x ← M(q)⁻¹ x (nv) with what the formulation's last forward-dynamics call on `data` left there
-/// (same q): the constraint stage's operator (docs/LOOPS.md). Allocation-free.
-using InverseInertiaFunction = void (*)(const Model& model, Data& data, Eigen::VectorXd& x);
+/// X ← M(q)⁻¹ X for the columns of X (nv × k, k ≤ Data::minvColumns()) with what the
+/// formulation's last forward-dynamics call on `data` left there (same q): the constraint stage's
+/// operator (docs/LOOPS.md). Allocation-free.
+using InverseInertiaFunction = void (*)(const Model& model, Data& data,
+                                        Eigen::Ref<Eigen::MatrixXd> X);
 
 /// One row of the table.
 struct FormulationInfo {

@@ -1,5 +1,7 @@
 #include "engine/model/data.h"
 
+#include <algorithm>
+
 namespace hilsim {
 
 Data::Data(const Model& model, DataWorkspace reserved)
@@ -27,8 +29,11 @@ Data::Data(const Model& model, DataWorkspace reserved)
       M_factor(holds(reserved, DataWorkspace::kJointSpaceInertia)
                    ? Eigen::MatrixXd::Zero(model.nv, model.nv)
                    : Eigen::MatrixXd()),
-      minv_z(model.hasClosures() ? model.nbodies : 0, ForceVector::Zero()),
-      minv_a(model.hasClosures() ? model.nbodies : 0, MotionVector::Zero()),
+      minv_z(model.hasClosures() ? model.nbodies : 0,
+             Matrix6N::Zero(6, std::max(1, model.nconstraints))),
+      minv_a(model.hasClosures() ? model.nbodies : 0,
+             Matrix6N::Zero(6, std::max(1, model.nconstraints))),
+      minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? std::max(1, model.nconstraints) : 0)),
       S_J(6, 6) {
   if (!model.has_flexible_bodies) return;
   const int nb = model.nbodies;

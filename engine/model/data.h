@@ -71,10 +71,13 @@ struct Data {
   Eigen::MatrixXd M_factor;         ///< nv × nv: LᵀDL factor of M on the tree sparsity pattern
                                     ///< (the same condition)
 
-  // --- M⁻¹ x by the articulated-body recursion (abaInverseInertia), per body; sized for a model
-  // with loops or force elements (Model::hasClosures), else empty ---
-  std::vector<ForceVector> minv_z;   ///< [nbodies] articulated force of x alone (no velocity terms)
-  std::vector<MotionVector> minv_a;  ///< [nbodies] acceleration it causes
+  // --- M⁻¹ X by the articulated-body recursion (abaInverseInertia), for X of up to
+  // minvColumns() columns; sized for a model with loops or force elements (Model::hasClosures:
+  // max(1, nconstraints) columns), else empty ---
+  std::vector<Matrix6N> minv_z;  ///< [nbodies] 6 × k: articulated force of X alone
+  std::vector<Matrix6N> minv_a;  ///< [nbodies] 6 × k: the acceleration it causes
+  Matrix6N minv_scratch;         ///< 6 × k
+  int minvColumns() const { return static_cast<int>(minv_scratch.cols()); }
 
   double kinetic_energy = 0.0;      ///< [J]
   double potential_energy = 0.0;    ///< [J], zero at the world origin
