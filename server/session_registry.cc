@@ -50,6 +50,9 @@ ModelLimits modelLimits(const ServerConfig& config) {
   limits.max_flexible_entries = config.max_flexible_entries;
   // a session takes no more: a larger model is refused before its flexible bodies are built
   limits.max_dofs = rt::kMaxCoordinates;
+  // twice the coordinates a session takes: a real mechanism has far fewer independent rows, and
+  // assembling 256 rows costs a few ms per Levenberg–Marquardt step
+  limits.max_constraint_rows = 2 * rt::kMaxCoordinates;
   // a client must never make the server read its other files (or wait on a pipe)
   limits.files_inside_base_directory = true;
   return limits;

@@ -29,6 +29,10 @@ struct ModelLimits {
   /// bounds how many flexible bodies a model can ask for). No bound of its own by default;
   /// hilsim-server passes 128.
   int max_dofs = std::numeric_limits<int>::max();
+  /// Constraint rows of the loops (Σ rows of each closure type), checked before each loop is
+  /// added: the constraint stage holds m × m matrices and factorises one per evaluation (O(m³)),
+  /// and assembly does so up to 100 times at load. hilsim-server passes 256.
+  int max_constraint_rows = 4096;
   /// YAML: a `urdf` or `flexible.file` must be a relative path that stays inside the base
   /// directory (none at all when it is empty), so that a text never makes its reader open other
   /// files (hilsim-server: its model directory).

@@ -387,6 +387,10 @@ class YamlModelReader {
       } else if (m.has("length")) {
         fail(m.at("length"), childPath(path, "length"), "only a 'distance' loop has a length");
       }
+      if (model.nconstraints + closureRows(spec.type) > limits_.max_constraint_rows)
+        fail(node, path,
+             "the loops take the model beyond the limit of " +
+                 std::to_string(limits_.max_constraint_rows) + " constraint rows");
       try {
         addLoopClosure(model, spec);
       } catch (const ModelError& e) {

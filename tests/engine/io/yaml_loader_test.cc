@@ -535,6 +535,20 @@ TEST(YamlLoopsErrors, EveryBadClosureNamesFileLineAndElement) {
                   {"bad.yaml:13: initial: no moving joint named 'elbow'"});
   expectYamlError(twoBars("initial: {left_hinge: [0.1, 0.2]}\n"),
                   {"bad.yaml:13: initial: joint 'left_hinge' has 1 coordinate, got 2"});
+  ModelLimits few_rows;
+  few_rows.max_constraint_rows = 8;
+  try {
+    loadYamlString(twoBars("loops:\n  - {name: a, type: weld, body_a: left, body_b: right}\n"
+                           "  - {name: b, type: ball, body_a: left, body_b: world}\n"),
+                   ".", "bad.yaml", few_rows);
+    ADD_FAILURE() << "no error for 9 rows over a limit of 8";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "bad.yaml:15: loop 'b': the loops take the model beyond the limit of 8 "
+                  "constraint rows"),
+              std::string::npos)
+        << e.what();
+  }
   expectYamlError(twoBars("stabilisation: {projection_iterations: 1.5}\n"),
                   {"bad.yaml:13: stabilisation: projection_iterations: expected an integer"});
 }
