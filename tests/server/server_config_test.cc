@@ -3,6 +3,8 @@
 
 #include "server/server_config.h"
 
+#include "engine/formulations/formulations.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -429,7 +431,7 @@ TEST_F(ServerConfigTest, WrongTypesAreErrors) {
   expectError("session_defaults: {overrun: {policy: catchup}}\n", "session_defaults.overrun.policy",
               "allowed: skip, catch_up, fault");
   expectError("session_defaults: {formulation: rnea}\n", "session_defaults.formulation",
-              "allowed: aba, crba");
+              "allowed: " + formulationNames());
   expectError("session_defaults: {integrator: rk45}\n", "session_defaults.integrator",
               "allowed: rk4, euler");
   expectError("sessions: {name: a}\n", "sessions", "not a list");

@@ -38,11 +38,20 @@ TEST(FormulationRegistry, RowsAreCompleteAndNamesRoundTrip) {
     EXPECT_FALSE(f.summary.empty());
     EXPECT_FALSE(f.reference.empty());
     EXPECT_NE(f.forward_dynamics, nullptr);
+    if (f.capabilities.closed_loops) {
+      EXPECT_NE(f.inverse_inertia, nullptr);
+    }
     EXPECT_NE(formulationNames().find(f.name), std::string::npos);
   }
   EXPECT_EQ(formulations().front().id, Formulation::kAba);  // the default, listed first
   EXPECT_FALSE(parseFormulation("featherstone"));
-  EXPECT_EQ(formulationNames(", ", " or "), "aba or crba");
+  // "a, b or c": every name in registry order, the last one after " or "
+  std::string expected;
+  const auto rows = formulations();
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    expected += (k == 0 ? "" : k + 1 == rows.size() ? " or " : ", ") + std::string(rows[k].name);
+  EXPECT_EQ(formulationNames(", ", " or "), expected);
+  EXPECT_EQ(formulationNames(), formulationNames(", ", ", "));
 }
 
 
