@@ -72,15 +72,16 @@ Setup makeSetup(Model model) {
   }
   // the states: a swing of the mechanism under gravity and random joint forces
   std::mt19937 rng(20261125);
-  Simulator sim(s.loops, Formulation::kAba, Integrator::kRk4, 1e-3);
+  Simulator sim(s.loops, formulations().front().id, Integrator::kRk4, 1e-3);
   for (int k = 0; k < kStates; ++k) {
     s.tau.push_back(test::randomVector(s.loops->nv, rng, 0.5));
     for (int step = 0; step < 37; ++step) sim.step(s.tau.back());
     s.q.push_back(sim.q());
     s.v.push_back(sim.v());
   }
-  s.loop_sim = std::make_unique<Simulator>(s.loops, Formulation::kAba, Integrator::kRk4, 1e-3);
-  s.tree_sim = std::make_unique<Simulator>(s.tree, Formulation::kAba, Integrator::kRk4, 1e-3);
+  const Formulation standard = formulations().front().id;  // the default
+  s.loop_sim = std::make_unique<Simulator>(s.loops, standard, Integrator::kRk4, 1e-3);
+  s.tree_sim = std::make_unique<Simulator>(s.tree, standard, Integrator::kRk4, 1e-3);
   return s;
 }
 

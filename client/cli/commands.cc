@@ -81,6 +81,18 @@ std::string range(int start, int count) {
   return std::to_string(start) + ":" + std::to_string(start + count);
 }
 
+std::string fixed(double value, int precision) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", precision, value);
+  return buffer;
+}
+
+std::string general(double value, int precision = 10) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+  return buffer;
+}
+
 // The loops at the model's assembled start: the rank of the closure rows there, the mobility
 // (nv minus that rank) and what the assembly left of C(q).
 struct LoopSummary {
@@ -93,7 +105,8 @@ LoopSummary summariseLoops(const Model& model) {
   LoopSummary summary{0, model.nv, 0.0};
   if (model.nconstraints == 0) return summary;
   Data data(model, DataWorkspace::kPerBody);
-  LoopClosureStage stage(model, formulationInfo(Formulation::kAba).inverse_inertia);
+  // assembly uses no M⁻¹; any row's operator will do: the default's
+  LoopClosureStage stage(model, formulations().front().inverse_inertia);
   Eigen::VectorXd q = model.initialConfiguration();
   Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
   summary.residual = stage.assemble(model, data, q, v);
@@ -235,7 +248,7 @@ void writeTextLoops(const Model& model, std::ostream& out) {
     for (const LoopClosure& c : model.loops)
       out << "  " << c.name << ": " << closureTypeName(c.type) << ", "
           << closureBodies(model, c.body_a, c.body_b) << ", " << closureRows(c.type) << " rows\n";
-    out << "assembly  residual " << formatNumber(summary.residual)
+    out << "assembly  residual " << general(summary.residual, 2)
         << " (max |C(q)| in m or rad, from the model's initial configuration)\n";
   }
   if (model.force_elements.empty()) return;
@@ -302,18 +315,6 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
         << range(model.idxModesV(i), model.nmodes[i]) << ", " << hz << " Hz, stiffening "
         << (body.geometric_stiffening ? "on" : "off") << ", " << body.nodes.size() << " nodes\n";
   }
-}
-
-std::string fixed(double value, int precision) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", precision, value);
-  return buffer;
-}
-
-std::string general(double value, int precision = 10) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-  return buffer;
 }
 
 // Why a Simulator could not be built: the only large reservation is a formulation's nv × nv

@@ -350,16 +350,37 @@ class YamlModelReader {
     return list_path;
   }
 
+  // What a loop and a force element both start with: a mapping of `keys` with a name, a type and
+  // the two bodies they join.
+  struct JoinedEntry {
+    Mapping m;
+    std::string path, name, type, body_a, body_b;
+  };
+  JoinedEntry readJoinedEntry(const YAML::Node& node, const std::string& kind,
+                              const std::string& list_path, Keys keys) const {
+    const std::string path = entryPath(node, kind, list_path);
+    JoinedEntry e{mapping(node, path, keys), path, {}, {}, {}, {}};
+    e.name = text(required(e.m, "name"), childPath(path, "name"));
+    e.type = text(required(e.m, "type"), childPath(path, "type"));
+    e.body_a = text(required(e.m, "body_a"), childPath(path, "body_a"));
+    e.body_b = text(required(e.m, "body_b"), childPath(path, "body_b"));
+    return e;
+  }
+
   void readLoops(const YAML::Node& list, Model& model) const {
     if (!list.IsSequence()) fail(list, "loops", "expected a list of loop closures");
     checkListSize(list, "loops", limits_.max_bodies, "loops");
     for (std::size_t k = 0; k < list.size(); ++k) {
       const YAML::Node& node = list[k];
-      const std::string path = entryPath(node, "loop", "loops[" + std::to_string(k) + "]");
-      const Mapping m = mapping(node, path, kLoopKeys);
+      const JoinedEntry e =
+          readJoinedEntry(node, "loop", "loops[" + std::to_string(k) + "]", kLoopKeys);
+      const Mapping& m = e.m;
+      const std::string& path = e.path;
+      const std::string& type = e.type;
       LoopClosureSpec spec;
-      spec.name = text(required(m, "name"), childPath(path, "name"));
-      const std::string type = text(required(m, "type"), childPath(path, "type"));
+      spec.name = e.name;
+      spec.body_a = e.body_a;
+      spec.body_b = e.body_b;
       static constexpr ClosureType kTypes[] = {ClosureType::kBall, ClosureType::kRevolute,
                                                ClosureType::kPrismatic, ClosureType::kWeld,
                                                ClosureType::kDistance};
@@ -369,8 +390,6 @@ class YamlModelReader {
       if (!known)
         fail(m.at("type"), childPath(path, "type"),
              "unknown loop type '" + type + "' (expected ball, revolute, prismatic, weld or distance)");
-      spec.body_a = text(required(m, "body_a"), childPath(path, "body_a"));
-      spec.body_b = text(required(m, "body_b"), childPath(path, "body_b"));
       if (m.has("frame_a")) spec.frame_a = readPlacement(m.at("frame_a"), childPath(path, "frame_a"));
       if (m.has("frame_b")) spec.frame_b = readPlacement(m.at("frame_b"), childPath(path, "frame_b"));
       const bool axial = spec.type == ClosureType::kRevolute || spec.type == ClosureType::kPrismatic;
@@ -404,16 +423,17 @@ class YamlModelReader {
     checkListSize(list, "forces", limits_.max_bodies, "force elements");
     for (std::size_t k = 0; k < list.size(); ++k) {
       const YAML::Node& node = list[k];
-      const std::string path = entryPath(node, "force", "forces[" + std::to_string(k) + "]");
-      const Mapping m = mapping(node, path, kForceKeys);
-      SpringDamperSpec spec;
-      spec.name = text(required(m, "name"), childPath(path, "name"));
-      const std::string type = text(required(m, "type"), childPath(path, "type"));
-      if (type != "spring_damper")
+      const JoinedEntry e =
+          readJoinedEntry(node, "force", "forces[" + std::to_string(k) + "]", kForceKeys);
+      const Mapping& m = e.m;
+      const std::string& path = e.path;
+      if (e.type != "spring_damper")
         fail(m.at("type"), childPath(path, "type"),
-             "unknown force element type '" + type + "' (expected spring_damper)");
-      spec.body_a = text(required(m, "body_a"), childPath(path, "body_a"));
-      spec.body_b = text(required(m, "body_b"), childPath(path, "body_b"));
+             "unknown force element type '" + e.type + "' (expected spring_damper)");
+      SpringDamperSpec spec;
+      spec.name = e.name;
+      spec.body_a = e.body_a;
+      spec.body_b = e.body_b;
       if (m.has("point_a")) spec.point_a = vector3(m.at("point_a"), childPath(path, "point_a"));
       if (m.has("point_b")) spec.point_b = vector3(m.at("point_b"), childPath(path, "point_b"));
       if (m.has("stiffness")) spec.stiffness = nonNegative(m.at("stiffness"), childPath(path, "stiffness"));

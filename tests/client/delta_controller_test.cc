@@ -20,6 +20,7 @@
 #include "engine/io/model_loader.h"
 #include "examples/pd_controller/pd_law.h"
 #include "server/server.h"
+#include "tests/support/loopback_server.h"
 
 namespace hilsim::examples {
 namespace {
@@ -87,21 +88,11 @@ TEST(DeltaLaw, ThePlatformFollowsThePickAndPlacePath) {
 
 // --- against a live in-process server ---
 
-server::ServerConfig serverConfig() {
-  server::ServerConfig config;
-  config.grpc_port = 0;
-  config.udp_port_first = config.udp_port_last = 0;
-  config.metrics_enabled = false;
-  config.model_directory = HILSIM_MODEL_DIR;
-  config.log_level = "warn";
-  return config;
-}
-
 TEST(DeltaOverTheNetwork, RealtimeSessionFollowsThePathOverUdp) {
   // the example's loop as it runs: a REALTIME session at 1 kHz, one State and one command per
   // cycle over UDP; after the approach the platform stays within 5 mm of the path (missed cycles
   // on a loaded 2-core machine included: the watchdog holds the last torques meanwhile)
-  server::Server server(serverConfig());
+  server::Server server(test::loopbackServerConfig());
   server.start();
   client::SimulationClient client(server.grpcTarget());
   v1::SessionConfig session;
@@ -149,7 +140,7 @@ TEST(DeltaOverTheNetwork, FreeRunningSessionKeepsItsLoopsClosed) {
   // FREE mode: the session steps as fast as it can under zero torques (the platform falls and
   // swings on its arms); after a second of wall time it has run many cycles and its state is
   // still on the loops
-  server::Server server(serverConfig());
+  server::Server server(test::loopbackServerConfig());
   server.start();
   client::SimulationClient client(server.grpcTarget());
   v1::SessionConfig session;

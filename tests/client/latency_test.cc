@@ -17,6 +17,7 @@
 
 #include "client/cli/app.h"
 #include "server/server.h"
+#include "tests/support/loopback_server.h"
 
 namespace hilsim::cli {
 namespace {
@@ -26,13 +27,7 @@ namespace fs = std::filesystem;
 class LatencyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    server::ServerConfig config;
-    config.grpc_port = 0;
-    config.udp_port_first = config.udp_port_last = 0;
-    config.metrics_enabled = false;
-    config.model_directory = HILSIM_MODEL_DIR;
-    config.log_level = "warn";
-    server_ = std::make_unique<server::Server>(config);
+    server_ = std::make_unique<server::Server>(test::loopbackServerConfig());
     server_->start();
   }
   void TearDown() override { server_->shutdown(); }

@@ -16,6 +16,7 @@
 #include "engine/algorithms/crba.h"
 #include "engine/io/model_loader.h"
 #include "server/server.h"
+#include "tests/support/loopback_server.h"
 
 namespace hilsim::examples {
 namespace {
@@ -38,13 +39,7 @@ struct Outcome {
 };
 
 Outcome holdPosture(v1::SessionMode mode, int cycles) {
-  server::ServerConfig config;
-  config.grpc_port = 0;
-  config.udp_port_first = config.udp_port_last = 0;
-  config.metrics_enabled = false;
-  config.model_directory = HILSIM_MODEL_DIR;
-  config.log_level = "warn";
-  server::Server server(config);
+  server::Server server(test::loopbackServerConfig());
   server.start();
   client::SimulationClient client(server.grpcTarget());
 
