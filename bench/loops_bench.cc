@@ -6,16 +6,22 @@
 //
 // Models: the bundled four_bar (3 joints, 5 rows) and delta (9 coordinates, 6 rows), and
 // random24: a random spatial tree of 24 revolute and prismatic joints closed by three ball joints
-// and one weld (15 independent rows), the mechanism of the peer figure in PEERS-PERFORMANCE §1.7.
+// and one weld, drawn until its 15 rows are independent: the mechanism of the peer figure in
+// PEERS-PERFORMANCE §1.7.
 // Every iteration takes the next of kStates assembled states (the trajectory of a simulation).
 #include <benchmark/benchmark.h>
 
+#include <cassert>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <Eigen/LU>
+
+#include "engine/algorithms/forward_kinematics.h"
 #include "engine/builder/closure_builder.h"
+#include "engine/constraints/closure_kinematics.h"
 #include "engine/constraints/loop_closure_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
@@ -31,18 +37,38 @@ namespace {
 
 constexpr int kStates = 16;  // a power of two
 
+bool swing(const std::shared_ptr<const Model>& model, std::vector<Eigen::VectorXd>& q,
+           std::vector<Eigen::VectorXd>& v, std::vector<Eigen::VectorXd>& tau);
+
+// Whether the closure rows of `model` are independent at q (J of full row rank).
+bool independentRows(const Model& model, const Eigen::VectorXd& q) {
+  Data data(model, DataWorkspace::kPerBody);
+  Eigen::MatrixXd J(model.nconstraints, model.nv);
+  forwardKinematics(model, data, q);
+  evaluateClosures(model, data, {nullptr, &J, nullptr, nullptr});
+  return Eigen::FullPivLU<Eigen::MatrixXd>(J).rank() == model.nconstraints;
+}
+
 Model random24() {
   std::mt19937 rng(24);
+  const ClosureType types[] = {ClosureType::kBall, ClosureType::kBall, ClosureType::kBall,
+                               ClosureType::kWeld};
   test::RandomTreeOptions options;
   options.bodies = 24;
   options.free_flyer_root = false;
   options.all_joint_types = false;  // 1-DoF joints, as the peer's mechanism
   options.fixed_fraction = 0.0;
-  Model model = test::randomTree(rng, options);
-  const ClosureType types[] = {ClosureType::kBall, ClosureType::kBall, ClosureType::kBall,
-                               ClosureType::kWeld};
-  test::addRandomClosures(model, test::randomConfiguration(model, rng), types, rng);
-  return model;
+  // the first draw whose 15 rows are independent, as the peer's (a closure between bodies
+  // joined by fewer joints than its rows has redundant ones)
+  for (;;) {
+    Model model = test::randomTree(rng, options);
+    const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+    test::addRandomClosures(model, q, types, rng);
+    if (!independentRows(model, q)) continue;
+    std::vector<Eigen::VectorXd> qs, vs, taus;
+    auto shared = std::make_shared<const Model>(model);
+    if (swing(shared, qs, vs, taus)) return model;
+  }
 }
 
 /// A loop model, the same tree without its closures, and kStates assembled states with joint
@@ -58,6 +84,31 @@ struct Setup {
 #endif
 };
 
+// The states: a swing of the mechanism under gravity and random joint forces, kStates of them
+// 37 steps apart. False when the mechanism runs into a singular position on the way (a random
+// one may: its rows lose rank and the closure forces grow without bound).
+bool swing(const std::shared_ptr<const Model>& model, std::vector<Eigen::VectorXd>& q,
+           std::vector<Eigen::VectorXd>& v, std::vector<Eigen::VectorXd>& tau) {
+  std::mt19937 rng(20261125);
+  Simulator sim(model, formulations().front().id, Integrator::kRk4, 1e-3);
+  LoopClosureStage stage(*model, formulations().front());
+  Data data(*model);
+  int first_rank = 0;
+  for (int k = 0; k < kStates; ++k) {
+    tau.push_back(test::randomVector(model->nv, rng, 0.5));
+    for (int step = 0; step < 37; ++step) sim.step(tau.back());
+    q.push_back(sim.q());
+    v.push_back(sim.v());
+    if (!sim.v().allFinite() || sim.v().norm() > 100.0) return false;
+    Eigen::VectorXd qdd = formulations().front().forward_dynamics(*model, data, q.back(), v.back(),
+                                                                   tau.back());
+    stage.accelerations(*model, data, q.back(), v.back(), tau.back(), qdd);
+    if (k == 0) first_rank = stage.rank();
+    if (stage.rank() < first_rank) return false;
+  }
+  return true;
+}
+
 Setup makeSetup(Model model) {
   Setup s;
   Model tree = model;
@@ -68,17 +119,11 @@ Setup makeSetup(Model model) {
   s.tree = std::make_shared<const Model>(std::move(tree));
   for (const FormulationInfo& f : formulations()) {
     s.data.push_back(std::make_unique<Data>(*s.loops, f.workspace));
-    s.stages.push_back(std::make_unique<LoopClosureStage>(*s.loops, f.inverse_inertia));
+    s.stages.push_back(std::make_unique<LoopClosureStage>(*s.loops, f));
   }
-  // the states: a swing of the mechanism under gravity and random joint forces
-  std::mt19937 rng(20261125);
-  Simulator sim(s.loops, formulations().front().id, Integrator::kRk4, 1e-3);
-  for (int k = 0; k < kStates; ++k) {
-    s.tau.push_back(test::randomVector(s.loops->nv, rng, 0.5));
-    for (int step = 0; step < 37; ++step) sim.step(s.tau.back());
-    s.q.push_back(sim.q());
-    s.v.push_back(sim.v());
-  }
+  const bool swung = swing(s.loops, s.q, s.v, s.tau);
+  assert(swung);
+  (void)swung;
   const Formulation standard = formulations().front().id;  // the default
   s.loop_sim = std::make_unique<Simulator>(s.loops, standard, Integrator::kRk4, 1e-3);
   s.tree_sim = std::make_unique<Simulator>(s.tree, standard, Integrator::kRk4, 1e-3);
@@ -103,6 +148,7 @@ void benchFdLoops(benchmark::State& state, Setup* s, std::size_t row) {
     benchmark::DoNotOptimize(qdd.data());
   }
   setCounters(state, *s->loops);
+  state.counters["rank"] = stage.rank();
 }
 
 void benchFdTree(benchmark::State& state, Setup* s, std::size_t row) {

@@ -106,7 +106,7 @@ LoopSummary summariseLoops(const Model& model) {
   if (model.nconstraints == 0) return summary;
   Data data(model, DataWorkspace::kPerBody);
   // assembly uses no M⁻¹; any row's operator will do: the default's
-  LoopClosureStage stage(model, formulations().front().inverse_inertia);
+  LoopClosureStage stage(model, formulations().front());
   Eigen::VectorXd q = model.initialConfiguration();
   Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
   summary.residual = stage.assemble(model, data, q, v);
@@ -416,7 +416,7 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
   // loops and force elements: the constrained q̈ (docs/LOOPS.md)
   std::optional<LoopClosureStage> stage;
   if (!inverse && model.hasClosures())
-    stage.emplace(model, formulationInfo(formulation).inverse_inertia);
+    stage.emplace(model, formulationInfo(formulation));
   Eigen::VectorXd q(nq), v(nv), x(nv);
   std::string text;
   appendCsvHeader(text, out_prefix, v_labels);

@@ -4,21 +4,19 @@
 
 #include "engine/algorithms/aba_steps.h"
 #include "engine/algorithms/flexible_dynamics.h"
+#include "engine/algorithms/floating_root.h"
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
 
 namespace {
 
-// A free joint on the world without armature: its motion subspace S is square and invertible, so
-// the last step of the recursion collapses to the floating-base form of RBDA §9.4. With
-// G = P S D⁻¹ and D = Sᵀ P S, (7.2)–(7.3) give α(k) = P⁻¹ (S⁻ᵀ T − z) with z taken before
-// adding P a_m (Newton–Euler for the articulated body), and χ̇ = S⁻¹ (α − a_m − α⁺): one 6×6
-// Cholesky solve instead of forming and inverting D.
-inline bool isFloatingRoot(const Model& model, int i) {
-  if (model.joints[i].type != JointType::kFreeFlyer) return false;
-  return model.joint_rank[i] == 6 && model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
-}
+// A free joint on the world without armature (floating_root.h): its motion subspace S is square
+// and invertible, so the last step of the recursion collapses to the floating-base form of RBDA
+// §9.4. With G = P S D⁻¹ and D = Sᵀ P S, (7.2)–(7.3) give α(k) = P⁻¹ (S⁻ᵀ T − z) with z taken
+// before adding P a_m (Newton–Euler for the articulated body), and χ̇ = S⁻¹ (α − a_m − α⁺): one
+// 6×6 Cholesky solve instead of forming and inverting D.
+using detail::isFloatingRoot;
 
 void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen::VectorXd& v,
                               const Eigen::VectorXd& tau) {
@@ -37,6 +35,7 @@ void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen
   const Eigen::LLT<Matrix6> llt(data.P_W[i]);
   MotionVector& alpha = data.A_W[i];
   alpha = llt.solve(f_W - data.z_W[i]);
+  data.D_inv[i] = llt.matrixLLT();  // P's factor L (lower triangle), for M⁻¹ products after aba()
   // χ̇ = S⁻¹ (α − a_m − α⁺): S m = [R_WB ω_B; R_WJ v_lin + p_WB × R_WB ω_B]
   const MotionVector m = alpha - data.c_W[i] - data.A_W[model.parent[i]];
   data.qdd.segment<3>(iv + 3).noalias() = R_WB.transpose() * m.head<3>();

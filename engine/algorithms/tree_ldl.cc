@@ -1,6 +1,7 @@
 #include "engine/algorithms/tree_ldl.h"
 
 #include <cassert>
+#include <cmath>
 
 namespace hilsim {
 
@@ -36,6 +37,29 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& H, Eigen::Ref<Eigen
   for (int i = 0; i < model.nv; ++i) B.row(i) /= H(i, i);
   for (int i = 0; i < model.nv; ++i)
     for (int j = lambda[i]; j >= 0; j = lambda[j]) B.row(i) -= H(i, j) * B.row(j);
+}
+
+void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
+                     Eigen::MatrixXd& W) {
+  const int k = rows.active_count;
+  const Eigen::MatrixXd& H = data.M_factor;
+  Eigen::MatrixXd& Y = data.ldl_rows;
+  assert(k < Y.cols());
+  const std::vector<int>& lambda = model.dof_parent;
+  auto scale = Y.col(Y.cols() - 1);
+  for (int i = 0; i < model.nv; ++i) scale(i) = 1.0 / std::sqrt(H(i, i));
+  for (int c = 0; c < k; ++c) {
+    auto y = Y.col(c);
+    y = rows.jacobian.row(rows.active[c]).transpose();
+    // Lᵀ y = Jᵀ_r, leaves first, skipping the zeros (every dof off the row's paths)
+    for (int i = model.nv - 1; i >= 0; --i) {
+      if (y(i) == 0.0) continue;
+      for (int j = lambda[i]; j >= 0; j = lambda[j]) y(j) -= H(i, j) * y(i);
+    }
+    y.array() *= scale.array();
+  }
+  for (int r = 0; r < k; ++r)
+    for (int c = 0; c <= r; ++c) W(r, c) = Y.col(r).dot(Y.col(c));
 }
 
 }  // namespace hilsim

@@ -4,6 +4,7 @@
 //   Featherstone, "Rigid Body Dynamics Algorithms", Springer (2008) [RBDA]
 #pragma once
 
+#include "engine/constraints/constraint_rows.h"
 #include "engine/model/data.h"
 
 namespace hilsim {
@@ -17,5 +18,11 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Vect
 
 /// The same for every column of B (nv × k) at once.
 void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Ref<Eigen::MatrixXd> B);
+
+/// W ← J M⁻¹ Jᵀ = (D^-½ L⁻ᵀ Jᵀ)ᵀ (D^-½ L⁻ᵀ Jᵀ) on the active rows of `rows` (k =
+/// rows.active_count; W's top-left k × k block, lower triangle) with the factor in data.M_factor
+/// (RBDA §6.5, the products of Table 6.4 "J H⁻¹ Jᵀ"). L⁻ᵀ keeps a row's sparsity (its dofs and
+/// their ancestors), so each half-solve costs O(row length × depth); data.ldl_rows holds them.
+void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
 
 }  // namespace hilsim

@@ -9,7 +9,7 @@ namespace {
 // Motion of one closure frame (a point of a body): pose, and what a row needs of its velocity and
 // bias acceleration.
 struct FrameMotion {
-  Matrix3 R;         // R_WF
+  Matrix3 R;         // R_WF (only where a row needs it)
   Vector3 p;         // origin in W [m]
   Vector3 omega;     // body angular velocity [rad/s]
   Vector3 v_point;   // classical velocity of the origin [m/s]
@@ -23,8 +23,10 @@ int lastDof(const Model& model, int i) {
   return i > 0 ? model.idx_v[i] + model.nv_joint[i] + model.nmodes[i] - 1 : -1;
 }
 
+// The frame's rotation only `with_rotation` (weld, revolute, prismatic rows read it), its
+// velocity and bias acceleration only `with_bias`.
 FrameMotion frameMotion(const Model& model, const Data& data, int body, const Transform& X_BF,
-                        bool with_bias) {
+                        bool with_rotation, bool with_bias) {
   FrameMotion f;
   if (body == 0) {
     f.R = X_BF.rotation;
@@ -36,7 +38,7 @@ FrameMotion frameMotion(const Model& model, const Data& data, int body, const Tr
     return f;
   }
   const Transform& X_WB = data.X_WB[body];
-  f.R.noalias() = X_WB.rotation * X_BF.rotation;
+  if (with_rotation) f.R.noalias() = X_WB.rotation * X_BF.rotation;
   f.p = X_WB.actPoint(X_BF.translation);
   if (!with_bias) {
     f.omega.setZero();
@@ -58,13 +60,27 @@ FrameMotion frameMotion(const Model& model, const Data& data, int body, const Tr
 }
 
 // Writes one row: g_b on the path of body b, g_a on that of body a.
+template <typename Matrix>
 void jacobianRow(const Model& model, const Data& data, int body_a, const Vector6& g_a, int body_b,
-                 const Vector6& g_b, Eigen::MatrixXd& J, int row) {
+                 const Vector6& g_b, Matrix& J, int row) {
   J.row(row).setZero();
   for (int d = lastDof(model, body_b); d >= 0; d = model.dof_parent[d])
     J(row, d) += g_b.dot(data.S_W.col(d));
   for (int d = lastDof(model, body_a); d >= 0; d = model.dof_parent[d])
     J(row, d) += g_a.dot(data.S_W.col(d));
+}
+
+// Writes row `row` into the outputs that want it: J's row, and its spatial form.
+void writeRow(const Model& model, const Data& data, const ClosureOutputs& out, int body_a,
+              const Vector6& g_a, int body_b, const Vector6& g_b, int row) {
+  if (out.jacobian) jacobianRow(model, data, body_a, g_a, body_b, g_b, *out.jacobian, row);
+  if (out.rows) {
+    jacobianRow(model, data, body_a, g_a, body_b, g_b, out.rows->jacobian, row);
+    out.rows->body_a[row] = body_a;
+    out.rows->body_b[row] = body_b;
+    out.rows->force_a.col(row) = g_a;
+    out.rows->force_b.col(row) = g_b;
+  }
 }
 
 // Row coefficients on a body's spatial velocity V = [ω; v_O]:
@@ -95,8 +111,9 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
   const bool with_bias = out.bias != nullptr;
   int row = 0;
   for (const LoopClosure& c : model.loops) {
-    const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_bias);
-    const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_bias);
+    const bool with_rotation = c.type != ClosureType::kBall && c.type != ClosureType::kDistance;
+    const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation, with_bias);
+    const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation, with_bias);
     const Vector3 d = B.p - A.p;                  // separation of the origins
     const Vector3 d_rate = B.v_point - A.v_point;  // its rate
     const Vector3 d_bias = B.a_point - A.a_point;  // its second derivative at q̈ = 0
@@ -104,18 +121,16 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     // n · (p_B − p_A) for a direction n fixed in W
     const auto point_rows = [&](const Vector3& n, double error) {
       if (out.position_error) (*out.position_error)(row) = error;
-      if (out.jacobian)
-        jacobianRow(model, data, c.body_a, -pointRow(A.p, n), c.body_b, pointRow(B.p, n),
-                    *out.jacobian, row);
+      if (out.jacobian || out.rows)
+        writeRow(model, data, out, c.body_a, -pointRow(A.p, n), c.body_b, pointRow(B.p, n), row);
       if (out.bias) (*out.bias)(row) = n.dot(d_bias);
       ++row;
     };
     // n · (ω_b − ω_a) for a direction n fixed in W
     const auto angular_rows = [&](const Vector3& n, double error) {
       if (out.position_error) (*out.position_error)(row) = error;
-      if (out.jacobian)
-        jacobianRow(model, data, c.body_a, -angularRow(n), c.body_b, angularRow(n), *out.jacobian,
-                    row);
+      if (out.jacobian || out.rows)
+        writeRow(model, data, out, c.body_a, -angularRow(n), c.body_b, angularRow(n), row);
       if (out.bias) (*out.bias)(row) = n.dot(B.alpha - A.alpha);
       ++row;
     };
@@ -139,9 +154,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
           const Vector3 n = A.R * *normal;
           if (out.position_error) (*out.position_error)(row) = n.dot(misalignment);
-          if (out.jacobian)
-            jacobianRow(model, data, c.body_a, -angularRow(n), c.body_b, angularRow(n),
-                        *out.jacobian, row);
+          if (out.jacobian || out.rows)
+            writeRow(model, data, out, c.body_a, -angularRow(n), c.body_b, angularRow(n), row);
           if (out.bias)
             (*out.bias)(row) =
                 n.dot(B.alpha - A.alpha) + A.omega.cross(n).dot(B.omega - A.omega);
@@ -157,11 +171,10 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
           const Vector3 n = A.R * *normal;
           if (out.position_error) (*out.position_error)(row) = n.dot(d);
-          if (out.jacobian) {
+          if (out.jacobian || out.rows) {
             Vector6 g_a = -pointRow(A.p, n);
             g_a.head<3>() += n.cross(d);
-            jacobianRow(model, data, c.body_a, g_a, c.body_b, pointRow(B.p, n), *out.jacobian,
-                        row);
+            writeRow(model, data, out, c.body_a, g_a, c.body_b, pointRow(B.p, n), row);
           }
           if (out.bias) {
             const Vector3 n_rate = A.omega.cross(n);
@@ -178,9 +191,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         // coincident points (only far off the manifold; L > 0): any direction is as good
         const Vector3 u = length > 0.0 ? Vector3(d / length) : Vector3::UnitX();
         if (out.position_error) (*out.position_error)(row) = length - c.length;
-        if (out.jacobian)
-          jacobianRow(model, data, c.body_a, -pointRow(A.p, u), c.body_b, pointRow(B.p, u),
-                      *out.jacobian, row);
+        if (out.jacobian || out.rows)
+          writeRow(model, data, out, c.body_a, -pointRow(A.p, u), c.body_b, pointRow(B.p, u), row);
         if (out.bias) {
           const double along = u.dot(d_rate);
           (*out.bias)(row) =
@@ -197,8 +209,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
 void addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces) {
   for (const SpringDamper& e : model.force_elements) {
     const Transform at_a(Matrix3::Identity(), e.point_a), at_b(Matrix3::Identity(), e.point_b);
-    const FrameMotion A = frameMotion(model, data, e.body_a, at_a, /*with_bias=*/false);
-    const FrameMotion B = frameMotion(model, data, e.body_b, at_b, /*with_bias=*/false);
+    const FrameMotion A = frameMotion(model, data, e.body_a, at_a, false, false);
+    const FrameMotion B = frameMotion(model, data, e.body_b, at_b, false, false);
     const Vector3 d = B.p - A.p;
     const double length = d.norm();
     if (!(length > 0.0)) continue;

@@ -19,19 +19,24 @@ constexpr int kAssemblyIterations = 100;
 
 }  // namespace
 
-LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia)
+LoopClosureStage::LoopClosureStage(const Model& model, const FormulationInfo& formulation)
+    : LoopClosureStage(model, formulation.inverse_inertia, formulation.delassus) {}
+
+LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
+                                   DelassusFunction delassus)
     : inverse_inertia_(inverse_inertia),
+      delassus_(delassus),
       rows_(model.nconstraints),
+      constraint_rows_(model),
       C_(Eigen::VectorXd::Zero(rows_)),
       bias_(Eigen::VectorXd::Zero(rows_)),
       rhs_(Eigen::VectorXd::Zero(rows_)),
       lambda_(Eigen::VectorXd::Zero(rows_)),
       row_values_(Eigen::VectorXd::Zero(rows_)),
-      J_(Eigen::MatrixXd::Zero(rows_, model.nv)),
-      minv_jt_(Eigen::MatrixXd::Zero(model.nv, rows_)),
-      delassus_(Eigen::MatrixXd::Zero(rows_, rows_)),
-      compact_(Eigen::MatrixXd::Zero(model.nv, rows_)),
-      active_rows_(rows_, 0),
+      W_(Eigen::MatrixXd::Zero(rows_, rows_)),
+      compact_(Eigen::MatrixXd::Zero(delassus ? 0 : model.nv, rows_)),
+      compact_rhs_(Eigen::VectorXd::Zero(rows_)),
+      compact_lambda_(Eigen::VectorXd::Zero(rows_)),
       generalized_force_(Eigen::VectorXd::Zero(model.nv)),
       q_trial_(Eigen::VectorXd::Zero(model.nq)),
       step_(Eigen::VectorXd::Zero(model.nv)),
@@ -49,53 +54,64 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   }
   if (rows_ == 0) return;
 
-  evaluateClosures(model, data, {&C_, &J_, &bias_});
+  evaluateClosures(model, data, {&C_, nullptr, &bias_, &constraint_rows_});
   position_error_ = maxNorm(C_);
-  // M⁻¹ Jᵀ, every column in one sweep of the formulation's factorisation. Rows that are zero here
-  // (a planar linkage's out-of-plane rows) are left out: their column is zero, their pivot none.
-  int active = 0;
-  for (int r = 0; r < rows_; ++r) {
-    if (J_.row(r).isZero(0.0)) continue;
-    active_rows_[active] = r;
-    compact_.col(active++) = J_.row(r).transpose();
-  }
-  inverse_inertia_(model, data, compact_.leftCols(active));
-  minv_jt_.setZero();
-  for (int c = 0; c < active; ++c) minv_jt_.col(active_rows_[c]) = compact_.col(c);
-  // J M⁻¹ Jᵀ: coefficient-wise (lazy) for a few rows, where the blocked matrix product's set-up
-  // costs more than its arithmetic; blocked from 8 rows on (measured, bench/loops_bench.cc)
-  if (active < 8)
-    delassus_.noalias() = J_.lazyProduct(minv_jt_);
+  // Rows whose J row is zero here (a planar linkage's out-of-plane rows) are left out: their
+  // multiplier is zero, their pivot none.
+  std::vector<int>& active = constraint_rows_.active;
+  int k = 0;
+  for (int r = 0; r < rows_; ++r)
+    if (!J().row(r).isZero(0.0)) active[k++] = r;
+  constraint_rows_.active_count = k;
+  // W = J M⁻¹ Jᵀ on them
+  if (delassus_)
+    delassus_(model, data, constraint_rows_, W_);
   else
-    delassus_.noalias() = J_ * minv_jt_;
+    delassusByInverseInertia(model, data);
   // C̈ + 2α Ċ + β² C = 0 (seed 002 eq. 60) with C̈ = J q̈ + J̇ v, Ċ = J v
   const double alpha = model.stabilisation.baumgarte_alpha;
   const double beta = model.stabilisation.baumgarte_beta;
-  row_values_.noalias() = J_.lazyProduct(v);
-  rhs_ = -bias_ - (2.0 * alpha) * row_values_ - (beta * beta) * C_;
-  rhs_.noalias() -= J_.lazyProduct(qdd);
-  solver_.compute(delassus_, rows_);
-  solver_.solve(rhs_, lambda_);
-  qdd.noalias() += minv_jt_.lazyProduct(lambda_);
+  for (int c = 0; c < k; ++c) {
+    const int r = active[c];
+    compact_rhs_(c) = -bias_(r) - (2.0 * alpha) * J().row(r).dot(v) - (beta * beta) * C_(r) -
+                      J().row(r).dot(qdd);
+  }
+  solver_.compute(W_, k);
+  solver_.solve(compact_rhs_, compact_lambda_);
+  lambda_.setZero();
+  for (int c = 0; c < k; ++c) lambda_(active[c]) = compact_lambda_(c);
+  // q̈ += M⁻¹ Jᵀ λ: one more column through the formulation's M⁻¹
+  generalized_force_.noalias() = J().transpose() * lambda_;
+  inverse_inertia_(model, data, generalized_force_);
+  qdd += generalized_force_;
+}
+
+void LoopClosureStage::delassusByInverseInertia(const Model& model, Data& data) {
+  const std::vector<int>& active = constraint_rows_.active;
+  const int k = constraint_rows_.active_count;
+  for (int c = 0; c < k; ++c) compact_.col(c) = J().row(active[c]).transpose();
+  inverse_inertia_(model, data, compact_.leftCols(k));  // M⁻¹ Jᵀ, every column in one sweep
+  for (int r = 0; r < k; ++r)
+    for (int c = 0; c <= r; ++c) W_(r, c) = J().row(active[r]).dot(compact_.col(c));
 }
 
 double LoopClosureStage::positionRows(const Model& model, Data& data, const Eigen::VectorXd& q) {
   forwardKinematics(model, data, q);
-  evaluateClosures(model, data, {&C_, &J_, nullptr});
+  evaluateClosures(model, data, {&C_, nullptr, nullptr, &constraint_rows_});
   position_error_ = maxNorm(C_);
   return position_error_;
 }
 
 void LoopClosureStage::projectVelocity(Eigen::VectorXd& v) {
-  delassus_.noalias() = J_.lazyProduct(J_.transpose());
-  solver_.compute(delassus_, rows_);
+  W_.noalias() = J().lazyProduct(J().transpose());
+  solver_.compute(W_, rows_);
   projectVelocityFactored(v);
 }
 
 void LoopClosureStage::projectVelocityFactored(Eigen::VectorXd& v) {
-  row_values_.noalias() = J_ * v;
+  row_values_.noalias() = J() * v;
   solver_.solve(row_values_, rhs_);
-  v.noalias() -= J_.transpose() * rhs_;
+  v.noalias() -= J().transpose() * rhs_;
 }
 
 void LoopClosureStage::project(const Model& model, Data& data, Eigen::VectorXd& q,
@@ -107,10 +123,10 @@ void LoopClosureStage::project(const Model& model, Data& data, Eigen::VectorXd& 
   // Jacobian at the corrected q differs from it by that much)
   for (int k = 0; k < iterations; ++k) {
     positionRows(model, data, q);
-    delassus_.noalias() = J_.lazyProduct(J_.transpose());
-    solver_.compute(delassus_, rows_);
+    W_.noalias() = J().lazyProduct(J().transpose());
+    solver_.compute(W_, rows_);
     solver_.solve(C_, rhs_);
-    step_.noalias() = J_.transpose() * rhs_;  // −Δ (a negated product would be a temporary)
+    step_.noalias() = J().transpose() * rhs_;  // −Δ (a negated product would be a temporary)
     integrateConfiguration(model, q, step_, -1.0, q_trial_);
     q = q_trial_;
   }
@@ -125,12 +141,12 @@ double LoopClosureStage::assemble(const Model& model, Data& data, Eigen::VectorX
   double error = positionRows(model, data, q);
   double damping = 1e-3;
   for (int k = 0; k < kAssemblyIterations && error > kAssemblyTolerance; ++k) {
-    delassus_.noalias() = J_.lazyProduct(J_.transpose());
-    const double scale = delassus_.diagonal().mean();
-    delassus_.diagonal().array() += damping * (scale > 0.0 ? scale : 1.0);
-    solver_.compute(delassus_, rows_);
+    W_.noalias() = J().lazyProduct(J().transpose());
+    const double scale = W_.diagonal().mean();
+    W_.diagonal().array() += damping * (scale > 0.0 ? scale : 1.0);
+    solver_.compute(W_, rows_);
     solver_.solve(C_, rhs_);
-    step_.noalias() = J_.transpose() * rhs_;  // −Δ (a negated product would be a temporary)
+    step_.noalias() = J().transpose() * rhs_;  // −Δ (a negated product would be a temporary)
     integrateConfiguration(model, q, step_, -1.0, q_trial_);
     const double trial_error = positionRows(model, data, q_trial_);
     if (trial_error < error) {

@@ -17,9 +17,13 @@ namespace hilsim {
 
 class LoopClosureStage final : public ConstraintStage {
  public:
-  /// Sized for `model` (its loops and force elements); `inverse_inertia` is the formulation's
-  /// M⁻¹ operator (FormulationInfo::inverse_inertia), valid after its forward dynamics.
-  LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia);
+  /// Sized for `model` (its loops and force elements), with the formulation's M⁻¹ operator and,
+  /// where it has one, its Delassus operator (FormulationInfo), valid after its forward dynamics.
+  LoopClosureStage(const Model& model, const FormulationInfo& formulation);
+  /// The same with the operators given; without `delassus`, J M⁻¹ Jᵀ comes from
+  /// `inverse_inertia` on the columns of Jᵀ (the general route every formulation has).
+  LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
+                   DelassusFunction delassus = nullptr);
 
   int capacity() const override { return rows_; }
   void accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -45,12 +49,18 @@ class LoopClosureStage final : public ConstraintStage {
   // the same with J Jᵀ already factorised in solver_
   void projectVelocityFactored(Eigen::VectorXd& v);
 
+  auto& J() { return constraint_rows_.jacobian; }
+  // W ← J M⁻¹ Jᵀ on the active rows through inverse_inertia_ (no delassus_ operator)
+  void delassusByInverseInertia(const Model& model, Data& data);
+
   InverseInertiaFunction inverse_inertia_;
+  DelassusFunction delassus_;
   int rows_;
+  ConstraintRows constraint_rows_;  // J and the rows' spatial form
   Eigen::VectorXd C_, bias_, rhs_, lambda_, row_values_;
-  Eigen::MatrixXd J_, minv_jt_, delassus_;
-  Eigen::MatrixXd compact_;       // nv × m: the columns of Jᵀ that are not zero, packed
-  std::vector<int> active_rows_;  // the rows they come from
+  Eigen::MatrixXd W_;        // the Delassus matrix J M⁻¹ Jᵀ of the active rows (or J Jᵀ)
+  Eigen::MatrixXd compact_;  // nv × m: the active columns of Jᵀ, packed (general route)
+  Eigen::VectorXd compact_rhs_, compact_lambda_;
   Eigen::VectorXd generalized_force_, q_trial_, step_;
   PivotedCholesky solver_;
   double position_error_ = 0.0;

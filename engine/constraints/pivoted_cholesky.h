@@ -3,7 +3,9 @@
 // "Accuracy and Stability of Numerical Algorithms", 2nd ed. (2002) §10.3). It stops at rank r
 // when every remaining pivot is below `kRankTolerance` times the largest diagonal entry, and
 // returns the minimum-norm solution A⁺ b. Redundant constraint rows (a planar linkage closed in
-// 3D) and singular configurations thus give a finite, unique answer. Sized once; allocation-free.
+// 3D) and singular configurations thus give a finite, unique answer. Pivoting starts at the
+// first pivot that is not comfortably above the tolerance: well independent rows (the usual
+// case) are factorised without a search or a swap. Sized once; allocation-free.
 #pragma once
 
 #include <cmath>
@@ -19,37 +21,49 @@ class PivotedCholesky {
   /// independent of the others is smaller than 1e-5 of their size (pivots are squares). Round-off
   /// leaves exactly dependent rows near 1e-13 and below.
   static constexpr double kRankTolerance = 1e-10;
+  /// Pivots above this fraction of the largest diagonal entry are taken in order: the leading
+  /// rows are then independent with a wide margin, and the search for the largest pivot (which
+  /// decides the rank) starts at the first pivot below it.
+  static constexpr double kPivotingThreshold = 1e-6;
 
   explicit PivotedCholesky(int capacity)
       : L_(capacity, capacity), gram_(capacity, capacity), work_(capacity), y_(capacity),
-        perm_(capacity) {}
+        inverse_diagonal_(capacity), perm_(capacity) {}
 
   /// Factorises the leading n × n block of `A` (symmetric PSD; only the lower triangle is read).
   /// Returns the numerical rank.
   int compute(const Eigen::MatrixXd& A, int n) {
     n_ = n;
-    for (int k = 0; k < n; ++k) perm_(k) = k;
     L_.topLeftCorner(n, n) = A.topLeftCorner(n, n).triangularView<Eigen::Lower>();
     double largest = 0.0;
     active_ = 0;  // rows with a non-zero diagonal: a zero row of J has none
     for (int k = 0; k < n; ++k) {
-      largest = std::max(largest, L_(k, k));
-      if (L_(k, k) != 0.0) ++active_;
+      perm_(k) = k;
+      largest = std::max(largest, A(k, k));
+      if (A(k, k) != 0.0) ++active_;
     }
     const double tolerance = kRankTolerance * largest;
+    const double comfortable = kPivotingThreshold * largest;
+    // right-looking (A₂₂ −= l lᵀ by columns: contiguous, independent updates); pivoting from
+    // the first pivot that is not comfortably above the tolerance on
     rank_ = 0;
+    bool pivoting = false;
     for (int k = 0; k < n; ++k) {
-      int pivot = k;
-      for (int j = k + 1; j < n; ++j)
-        if (L_(j, j) > L_(pivot, pivot)) pivot = j;
-      if (!(L_(pivot, pivot) > tolerance)) break;  // also stops on NaN
-      swapSymmetric(k, pivot);
+      if (!(L_(k, k) > comfortable)) pivoting = true;  // also on NaN
+      if (pivoting) {
+        int pivot = k;
+        for (int j = k + 1; j < n; ++j)
+          if (L_(j, j) > L_(pivot, pivot)) pivot = j;
+        if (!(L_(pivot, pivot) > tolerance)) break;  // also stops on NaN
+        swapSymmetric(k, pivot);
+      }
       const double d = std::sqrt(L_(k, k));
       L_(k, k) = d;
-      for (int j = k + 1; j < n; ++j) L_(j, k) /= d;
-      // update the trailing lower triangle: A₂₂ −= l lᵀ
+      inverse_diagonal_(k) = 1.0 / d;  // multiplications from here on, not divisions
+      auto below = L_.col(k).segment(k + 1, n - k - 1);
+      below *= inverse_diagonal_(k);
       for (int c = k + 1; c < n; ++c)
-        for (int j = c; j < n; ++j) L_(j, c) -= L_(j, k) * L_(c, k);
+        L_.col(c).segment(c, n - c) -= L_(c, k) * L_.col(k).segment(c, n - c);
       ++rank_;
     }
     return rank_;
@@ -66,17 +80,16 @@ class PivotedCholesky {
     const auto L = L_.topLeftCorner(n, r);
     if (r == active_) {
       // full rank on the rows that are there (pivoting puts zero rows last): L₁ L₁ᵀ y = b₁ on
-      // the first r, zero for the others. Plain loops: r is a mechanism's few rows.
+      // the first r, zero for the others. Forward by columns (axpy: no chain of dependent
+      // sums), back by dot products of the same contiguous columns.
       for (int i = 0; i < r; ++i) {
-        double x = work_(i);
-        for (int j = 0; j < i; ++j) x -= L_(i, j) * work_(j);
-        work_(i) = x / L_(i, i);
+        work_(i) *= inverse_diagonal_(i);
+        work_.segment(i + 1, r - i - 1) -= work_(i) * L_.col(i).segment(i + 1, r - i - 1);
       }
-      for (int i = r - 1; i >= 0; --i) {
-        double x = work_(i);
-        for (int j = i + 1; j < r; ++j) x -= L_(j, i) * work_(j);
-        work_(i) = x / L_(i, i);
-      }
+      for (int i = r - 1; i >= 0; --i)
+        work_(i) = (work_(i) - L_.col(i).segment(i + 1, r - i - 1).dot(
+                                   work_.segment(i + 1, r - i - 1))) *
+                   inverse_diagonal_(i);
       for (int i = r; i < n; ++i) work_(i) = 0.0;
     } else {
       // A⁺ = Pᵀ L (LᵀL)⁻² Lᵀ P
@@ -119,7 +132,7 @@ class PivotedCholesky {
   }
 
   Eigen::MatrixXd L_, gram_;
-  Eigen::VectorXd work_, y_;
+  Eigen::VectorXd work_, y_, inverse_diagonal_;
   Eigen::VectorXi perm_;
   int n_ = 0, rank_ = 0, active_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "engine/algorithms/aba.h"
+#include "engine/algorithms/aba_delassus.h"
 #include "engine/algorithms/aba_inverse_inertia.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
 #include "engine/algorithms/tree_ldl.h"
@@ -43,6 +44,7 @@ constexpr std::array kFormulations = {
         DataWorkspace::kPerBody,
         abaForwardDynamics,
         abaInverseInertia,
+        abaDelassus,
     },
     FormulationInfo{
         Formulation::kCrba,
@@ -54,6 +56,7 @@ constexpr std::array kFormulations = {
         DataWorkspace::kJointSpaceInertia,
         crbaLdlForwardDynamics,
         crbaLdlInverseInertia,
+        treeLdlDelassus,
     },
 };
 

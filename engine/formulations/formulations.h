@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/constraints/constraint_rows.h"
 #include "engine/model/data.h"
 
 namespace hilsim {
@@ -41,6 +42,13 @@ using ForwardDynamicsFunction = const Eigen::VectorXd& (*)(const Model& model, D
 using InverseInertiaFunction = void (*)(const Model& model, Data& data,
                                         Eigen::Ref<Eigen::MatrixXd> X);
 
+/// W ← J M(q)⁻¹ Jᵀ (the Delassus matrix) on the active rows of `rows` (k = rows.active_count;
+/// W's top-left k × k block, lower triangle read) after the formulation's forward dynamics on
+/// `data` (same q). Optional: without it the constraint stage forms J M⁻¹ Jᵀ from
+/// inverse_inertia on the k columns of Jᵀ. Allocation-free.
+using DelassusFunction = void (*)(const Model& model, Data& data, const ConstraintRows& rows,
+                                  Eigen::MatrixXd& W);
+
 /// One row of the table.
 struct FormulationInfo {
   Formulation id;
@@ -53,6 +61,8 @@ struct FormulationInfo {
   ForwardDynamicsFunction forward_dynamics;
   /// M⁻¹ after forward_dynamics; needed for closed_loops.
   InverseInertiaFunction inverse_inertia;
+  /// J M⁻¹ Jᵀ after forward_dynamics, faster than through inverse_inertia; may be null.
+  DelassusFunction delassus;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).

@@ -67,8 +67,7 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
   if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
     throw std::invalid_argument(why);
   if (!constraints_ && model_->hasClosures())
-    constraints_ = std::make_unique<LoopClosureStage>(*model_,
-                                                      formulationInfo(formulation).inverse_inertia);
+    constraints_ = std::make_unique<LoopClosureStage>(*model_, formulationInfo(formulation));
   if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   makeVelocityConsistent(last_tau_);
 }

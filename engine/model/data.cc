@@ -34,6 +34,9 @@ Data::Data(const Model& model, DataWorkspace reserved)
       minv_a(model.hasClosures() ? model.nbodies : 0,
              Matrix6N::Zero(6, std::max(1, model.nconstraints))),
       minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? std::max(1, model.nconstraints) : 0)),
+      ldl_rows(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
+                   ? Eigen::MatrixXd::Zero(model.nv, model.nconstraints + 1)
+                   : Eigen::MatrixXd()),
       S_J(6, 6) {
   if (!model.has_flexible_bodies) return;
   const int nb = model.nbodies;

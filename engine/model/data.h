@@ -56,7 +56,8 @@ struct Data {
                                     ///< crba: composite inertia R(k) (seed 004 (5.2))
   std::vector<ForceVector> z_W;     ///< [nbodies] aba: articulated bias force z(k) (seed 004 (7.2))
   Matrix6N G_W;                     ///< 6 × nv: aba Kalman gain G = P S D⁻¹; crba: F = R S
-  std::vector<Matrix6> D_inv;       ///< [nbodies] aba: D(k)⁻¹ in the top-left nv_i × nv_i block
+  std::vector<Matrix6> D_inv;       ///< [nbodies] aba: D(k)⁻¹ in the top-left nv_i × nv_i block;
+                                    ///< at a floating root, P(k)'s Cholesky factor (lower)
   Eigen::VectorXd nu;               ///< nv: aba ν = D⁻¹ ε (seed 004 (7.2))
   std::vector<Matrix6> null_basis;  ///< [nbodies] aba, joints of rank r_i < n_i (seed 003): the
                                     ///< eigenvectors X of D, null(D) in the first n_i − r_i columns
@@ -78,6 +79,9 @@ struct Data {
   std::vector<Matrix6N> minv_a;  ///< [nbodies] 6 × k: the acceleration it causes
   Matrix6N minv_scratch;         ///< 6 × k
   int minvColumns() const { return static_cast<int>(minv_scratch.cols()); }
+  /// nv × (m + 1), with DataWorkspace::kJointSpaceInertia on a model with loops (else empty):
+  /// treeLdlDelassus's half-solves D^-½ L⁻ᵀ Jᵀ, and D^-½ in the last column
+  Eigen::MatrixXd ldl_rows;
 
   double kinetic_energy = 0.0;      ///< [J]
   double potential_energy = 0.0;    ///< [J], zero at the world origin

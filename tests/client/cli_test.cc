@@ -639,7 +639,7 @@ TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {
     const Csv out = readCsv(path("out.csv"));
     ASSERT_EQ(out.rows.size(), cases.size());
     Data data(model);
-    LoopClosureStage stage(model, f.inverse_inertia);
+    LoopClosureStage stage(model, f);
     for (std::size_t k = 0; k < cases.size(); ++k) {
       Eigen::VectorXd expected =
           forwardDynamics(f.id, model, data, cases[k].q, cases[k].v, cases[k].x);

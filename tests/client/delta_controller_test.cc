@@ -61,7 +61,7 @@ TEST(DeltaLaw, GravityCompensationHoldsThePlatformAtRest) {
       law.torques(sim.q().head<3>(), Eigen::Vector3d::Zero(), asSpan(sim.q()), asSpan(v));
   EXPECT_GT(tau.head<3>().norm(), 0.1);  // gravity does load the motors
   Data data(*delta());
-  LoopClosureStage stage(*delta(), formulationInfo(Formulation::kAba).inverse_inertia);
+  LoopClosureStage stage(*delta(), formulationInfo(Formulation::kAba));
   Eigen::VectorXd qdd = forwardDynamics(Formulation::kAba, *delta(), data, sim.q(), v, tau);
   stage.accelerations(*delta(), data, sim.q(), v, tau, qdd);
   EXPECT_LT(qdd.cwiseAbs().maxCoeff(), 1e-9);

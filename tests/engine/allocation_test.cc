@@ -385,9 +385,11 @@ TEST(LoopStageAllocations, EveryPartOfTheStageAllocatesNothing) {
   const Eigen::VectorXd q0 = test::randomConfiguration(model, rng);
   const Eigen::VectorXd v0 = test::randomVector(model.nv, rng);
   const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
-  for (const FormulationInfo& f : formulations()) {
+  for (const FormulationInfo& f : formulations()) for (const bool general : {false, true}) {
+    // with the formulation's Delassus operator, and through its M⁻¹ alone
     Data data = test::dataFor(model, f.id);
-    LoopClosureStage stage(model, f.inverse_inertia);
+    LoopClosureStage stage = general ? LoopClosureStage(model, f.inverse_inertia)
+                                     : LoopClosureStage(model, f);
     Eigen::VectorXd q = q0, v = v0, qdd(model.nv), C(model.nconstraints), bias(model.nconstraints);
     Eigen::MatrixXd J(model.nconstraints, model.nv);
     double sum = 0.0;
@@ -407,7 +409,8 @@ TEST(LoopStageAllocations, EveryPartOfTheStageAllocatesNothing) {
       }
       counts = guard.stop();
     }
-    expectNoHeapTraffic(counts, std::string("loop stage ") + std::string(f.name));
+    expectNoHeapTraffic(counts, std::string("loop stage ") + std::string(f.name) +
+                                    (general ? " (general route)" : ""));
     EXPECT_TRUE(std::isfinite(sum)) << f.name;
   }
 #endif

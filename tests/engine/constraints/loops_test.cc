@@ -3,11 +3,15 @@
 // mechanism of seed 002's notes (model C) at its published numbers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <random>
 
+#include <Eigen/Cholesky>
+
+#include "engine/algorithms/crba.h"
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/builder/closure_builder.h"
@@ -90,6 +94,92 @@ TEST(ClosureRows, JacobianAndBiasAreTheDerivativesAlongAMotion) {
   }
 }
 
+TEST(ClosureRows, SpatialFormReadsTheJacobianOnTheBodyVelocities) {
+  // J_r v = F_b,rᵀ V_b + F_a,rᵀ V_a for every row: the two forms the formulations read agree
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 20; ++trial) {
+    LoopCase c = randomLoopCase(rng, 6 + trial % 5, 10);
+    const Model& model = c.model;
+    Data data(model);
+    ConstraintRows rows(model);
+    forwardKinematics(model, data, c.q, c.v);
+    evaluateClosures(model, data, {nullptr, nullptr, nullptr, &rows});
+    const Eigen::VectorXd rates = rows.jacobian * c.v;
+    for (int r = 0; r < model.nconstraints; ++r) {
+      double spatial = 0.0;
+      if (rows.body_b[r] > 0) spatial += rows.force_b.col(r).dot(data.V_W[rows.body_b[r]]);
+      if (rows.body_a[r] > 0) spatial += rows.force_a.col(r).dot(data.V_W[rows.body_a[r]]);
+      EXPECT_NEAR(spatial, rates(r), test::kAlgebraTol * std::max(1.0, std::abs(rates(r))))
+          << "trial " << trial << ", row " << r;
+    }
+    // the support holds every body a row acts on, and each one's parent
+    for (const int body : rows.support) {
+      if (model.parent[body] == 0) continue;
+      EXPECT_TRUE(
+          std::binary_search(rows.support.begin(), rows.support.end(), model.parent[body]));
+    }
+  }
+}
+
+TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
+  // W = J M⁻¹ Jᵀ with M from crba and a dense Cholesky, against each row's delassus operator on
+  // every row (and on every other row, to exercise the active subset), after its forward
+  // dynamics. Random trees with a floating root, every joint type; 1e-10 relative.
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 20; ++trial) {
+    LoopCase c = randomLoopCase(rng, 4 + trial % 10, 1 + trial % 4);
+    const Model& model = c.model;
+    const int m = model.nconstraints;
+    Data reference_data(model);
+    ConstraintRows rows(model);
+    forwardKinematics(model, reference_data, c.q, c.v);
+    evaluateClosures(model, reference_data, {nullptr, nullptr, nullptr, &rows});
+    const Eigen::MatrixXd M = crba(model, reference_data, c.q);
+    for (const int stride : {1, 2}) {
+      rows.active_count = 0;
+      for (int r = 0; r < m; r += stride) rows.active[rows.active_count++] = r;
+      const int k = rows.active_count;
+      Eigen::MatrixXd J_active(k, model.nv);
+      for (int r = 0; r < k; ++r) J_active.row(r) = rows.jacobian.row(rows.active[r]);
+      const Eigen::MatrixXd expected = J_active * M.llt().solve(J_active.transpose());
+      for (const FormulationInfo& f : formulations()) {
+        if (!f.delassus) continue;
+        Data data = test::dataFor(model, f.id);
+        f.forward_dynamics(model, data, c.q, c.v, c.tau);
+        Eigen::MatrixXd W = Eigen::MatrixXd::Zero(m, m);
+        f.delassus(model, data, rows, W);
+        const Eigen::MatrixXd lower = W.topLeftCorner(k, k).triangularView<Eigen::Lower>();
+        const Eigen::MatrixXd expected_lower = expected.triangularView<Eigen::Lower>();
+        EXPECT_LT(relativeDifference(lower, expected_lower), kFormulationRelTol)
+            << f.name << ", trial " << trial << ", stride " << stride;
+      }
+    }
+  }
+}
+
+TEST(Delassus, StageGivesTheSameDynamicsThroughTheGeneralRoute) {
+  // a formulation's delassus operator is a shortcut: without it the stage forms J M⁻¹ Jᵀ from
+  // inverse_inertia on the columns of Jᵀ, and q̈ and λ must not change
+  std::mt19937 rng(14);
+  for (int trial = 0; trial < 10; ++trial) {
+    LoopCase c = randomLoopCase(rng, 4 + trial % 10, 1 + trial % 4);
+    const Model& model = c.model;
+    for (const FormulationInfo& f : formulations()) {
+      Data data = test::dataFor(model, f.id);
+      LoopClosureStage fast(model, f), general(model, f.inverse_inertia);
+      fast.assemble(model, data, c.q, c.v);
+      Eigen::VectorXd qdd_fast = f.forward_dynamics(model, data, c.q, c.v, c.tau);
+      Eigen::VectorXd qdd_general = qdd_fast;
+      fast.accelerations(model, data, c.q, c.v, c.tau, qdd_fast);
+      general.accelerations(model, data, c.q, c.v, c.tau, qdd_general);
+      EXPECT_LT(relativeDifference(qdd_fast, qdd_general), kFormulationRelTol)
+          << f.name << ", trial " << trial;
+      EXPECT_LT(relativeDifference(fast.multipliers(), general.multipliers()), kFormulationRelTol)
+          << f.name << ", trial " << trial;
+    }
+  }
+}
+
 // q̈ and λ of `formulation` with the closure stage at (q, v, tau).
 struct Constrained {
   Eigen::VectorXd qdd, lambda;
@@ -100,7 +190,7 @@ Constrained constrainedDynamics(const Model& model, Formulation formulation,
                                 const Eigen::VectorXd& q, const Eigen::VectorXd& v,
                                 const Eigen::VectorXd& tau) {
   Data data = test::dataFor(model, formulation);
-  LoopClosureStage stage(model, formulationInfo(formulation).inverse_inertia);
+  LoopClosureStage stage(model, formulationInfo(formulation));
   Constrained out;
   out.qdd = forwardDynamics(formulation, model, data, q, v, tau);
   stage.accelerations(model, data, q, v, tau, out.qdd);

@@ -1,0 +1,20 @@
+// The Delassus matrix W = J M⁻¹ Jᵀ of constraint rows by the articulated-body recursion, from
+// the rows' spatial form: each row's forces on its two bodies go inward through the articulated
+// inertias of the last aba() and the accelerations they cause come back outward (Featherstone,
+// "Rigid Body Dynamics Algorithms" (2008) §7.3 with v = 0, g = 0 and the row's forces as the
+// external forces; Jain, Rodriguez, JPL 90-26 (1990) eqs. (7.2)–(7.3)). W(r, c) is then row r
+// read on the accelerations of column c: F_b,rᵀ α_b + F_a,rᵀ α_a. Neither Jᵀ nor M⁻¹ Jᵀ (nv × k)
+// is formed, and only the bodies on the rows' paths to the world are visited.
+#pragma once
+
+#include "engine/constraints/constraint_rows.h"
+
+namespace hilsim {
+
+/// W ← J M⁻¹ Jᵀ on the active rows of `rows` (k = rows.active_count; W's top-left k × k block,
+/// lower triangle) at the q of the last aba() on `data`. O(s k + k²) for s bodies on the rows'
+/// paths; Data's minv_z and minv_a hold the k columns' forces and accelerations. Rigid models
+/// of full joint rank (as abaInverseInertia); allocation-free.
+void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
+
+}  // namespace hilsim

@@ -1,0 +1,38 @@
+// The floating root of the articulated-body recursion: a free joint on the world without
+// armature, whose motion subspace is square and invertible, so that aba() solves it through the
+// articulated inertia P directly (RBDA §9.4) and leaves P's Cholesky factor for the M⁻¹ products
+// that follow it (abaInverseInertia, abaDelassus).
+#pragma once
+
+#include "engine/model/model.h"
+
+namespace hilsim::detail {
+
+inline bool isFloatingRoot(const Model& model, int i) {
+  if (model.joints[i].type != JointType::kFreeFlyer) return false;
+  return model.joint_rank[i] == 6 && model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
+}
+
+/// X ← (L Lᵀ)⁻¹ X for the columns of X (6 × k) with L the lower triangle of `factor`: forward
+/// and back substitution row by row, every column in the inner loop (the columns' chains of
+/// dependent operations overlap), with the diagonal's reciprocals (no division in the chains).
+template <typename Columns>
+void solveWithCholeskyFactor(const Matrix6& factor, Columns&& X) {
+  Vector6 reciprocal;
+  for (int i = 0; i < 6; ++i) reciprocal(i) = 1.0 / factor(i, i);
+  const Eigen::Index k = X.cols();
+  for (int i = 0; i < 6; ++i)
+    for (Eigen::Index c = 0; c < k; ++c) {
+      double sum = X(i, c);
+      for (int j = 0; j < i; ++j) sum -= factor(i, j) * X(j, c);
+      X(i, c) = sum * reciprocal(i);
+    }
+  for (int i = 5; i >= 0; --i)
+    for (Eigen::Index c = 0; c < k; ++c) {
+      double sum = X(i, c);
+      for (int j = i + 1; j < 6; ++j) sum -= factor(j, i) * X(j, c);
+      X(i, c) = sum * reciprocal(i);
+    }
+}
+
+}  // namespace hilsim::detail
