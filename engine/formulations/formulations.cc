@@ -7,6 +7,7 @@
 #include "engine/algorithms/aba_delassus.h"
 #include "engine/algorithms/aba_inverse_inertia.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/algorithms/riccati_transfer.h"
 #include "engine/algorithms/tree_ldl.h"
 
 namespace hilsim {
@@ -57,6 +58,20 @@ constexpr std::array kFormulations = {
         crbaLdlForwardDynamics,
         crbaLdlInverseInertia,
         treeLdlDelassus,
+    },
+    FormulationInfo{
+        Formulation::kRtmm,
+        "rtmm",
+        "Riccati transfer matrix method: tip-to-root Riccati recursion of the connection "
+        "points' transfer equations, O(n); rigid trees",
+        "Rui, Bestle, Wang, Zhang, Rui, He, \"A new version of the Riccati transfer matrix "
+        "method for multibody systems consisting of chain and branch bodies\", Multibody "
+        "System Dynamics 49 (2020) 337-354",
+        {.massless = false, .flexible = false, .closed_loops = false, .parallel = false},
+        DataWorkspace::kPerBody,
+        riccatiTransferForwardDynamics,
+        nullptr,
+        nullptr,
     },
 };
 

@@ -18,6 +18,7 @@ namespace hilsim {
 enum class Formulation {
   kAba,   ///< articulated body, O(n) (engine/algorithms/aba.h)
   kCrba,  ///< composite body + tree LᵀDL, O(n²) memory (engine/algorithms/crba_forward_dynamics.h)
+  kRtmm,  ///< Riccati transfer matrix method, O(n) (engine/algorithms/riccati_transfer.h)
 };
 
 /// What a formulation can run. A model needing a capability a formulation lacks is refused by

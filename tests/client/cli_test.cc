@@ -632,6 +632,7 @@ TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {
   std::mt19937 rng(3);
   const auto cases = writeEvalInput(model, path("in.csv"), 5, rng);
   for (const FormulationInfo& f : formulations()) {
+    if (!f.capabilities.closed_loops) continue;  // refused: CliTest.SolverThatCannotRunAModel…
     const RunResult r = runInProcess({"eval", "--model", "four_bar", "--solver", std::string(f.name),
                                       "--input", path("in.csv").string(), "--output",
                                       path("out.csv").string()});
@@ -751,6 +752,29 @@ TEST_F(CliTest, EvalQuaternionsWithinToleranceAreRenormalised) {
 }
 
 // --- simulate ---------------------------------------------------------------------------------
+
+TEST_F(CliTest, ASolverThatCannotRunAModelIsRefusedWithTheReason) {
+  // every registry row without a capability a bundled model needs: exit 2, the reason, and the
+  // formulations that can
+  const std::pair<const char*, bool FormulationCapabilities::*> needs[] = {
+      {"four_bar", &FormulationCapabilities::closed_loops},
+      {"flexible_arm", &FormulationCapabilities::flexible}};
+  int refused = 0;
+  for (const auto& [model, capability] : needs) {
+    for (const FormulationInfo& f : formulations()) {
+      if (f.capabilities.*capability) continue;
+      const RunResult r = runInProcess({"simulate", "--model", model, "--solver",
+                                        std::string(f.name), "--duration", "0.01", "--output",
+                                        path("out.csv").string()});
+      EXPECT_EQ(r.code, 2) << model << " " << f.name;
+      EXPECT_NE(r.err.find("formulation '" + std::string(f.name) + "'"), std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("'aba'"), std::string::npos) << r.err;
+      ++refused;
+    }
+  }
+  if (refused == 0) GTEST_SKIP() << "every formulation runs every bundled model";
+}
 
 TEST_F(CliTest, SimulatePendulumWritesEveryStepAndConservesEnergy) {
   const Model model = loadModel("pendulum");
