@@ -11,26 +11,30 @@ namespace {
 // Blocks of a 6 × 6 Riccati matrix S (rows m, q; columns r̈, Ω̇) and of 6-vectors z_a = (m, q),
 // z_b = (r̈, Ω̇): the first three entries and the last three.
 
-// Πᵀ S: the rows (m, q) as (−q, m). With it the joint's power pairing is a plain transpose:
-// on the tip-side element at its output act the moment m and the force −q, whose power on a
-// twist t = (v, ω) is m·ω − q·v = (Πᵀ z_a)ᵀ t.
-inline Matrix6 pairing(const Matrix6& S) {
-  Matrix6 out;
-  out.topRows<3>() = -S.bottomRows<3>();
-  out.bottomRows<3>() = S.topRows<3>();
-  return out;
-}
-inline Vector6 pairing(const Vector6& a) {
+// The Riccati matrix S (rows m, q; columns r̈, Ω̇) is kept as K = Πᵀ S, with Πᵀ [m; q] =
+// [−q; m]: K is the articulated inertia at the point in the order (linear, angular), symmetric.
+// The joint's power pairing is then a plain transpose (on the tip-side element at its output act
+// the moment m and the force −q, whose power on a twist t = (v, ω) is m·ω − q·v = (Πᵀ z_a)ᵀ t),
+// the body's shift a congruence Φᵀ K Φ, the hinge's update a symmetric one: the recursion keeps
+// the symmetry that stops round-off from growing along a chain (docs/RICCATI.md, "Round-off").
+inline Vector6 pairing(const Vector6& a) {  // Πᵀ a
   Vector6 out;
   out.head<3>() = -a.tail<3>();
   out.tail<3>() = a.head<3>();
   return out;
 }
+inline Vector6 unpairing(const Vector6& x) {  // Π x, the inverse
+  Vector6 out;
+  out.head<3>() = x.tail<3>();
+  out.tail<3>() = -x.head<3>();
+  return out;
+}
 
 // The body's own term of its output relation at O (docs/RICCATI.md, "Body"): Newton–Euler about
 // O with r = r_OC, J_O the rotational inertia about O, f_C = m g the gravity force at C:
-//   m_O = J_O Ω̇ + m r̃ r̈_O + Ω̃ J_O Ω − r̃ f_C,   q_O = −m r̈_O + m r̃ Ω̇ + f_C − m Ω̃ Ω̃ r
-void bodyTerm(const Model& model, const Data& data, int i, const Vector3& O, Matrix6& S,
+//   m_O = J_O Ω̇ + m r̃ r̈_O + Ω̃ J_O Ω − r̃ f_C,   q_O = −m r̈_O + m r̃ Ω̇ + f_C − m Ω̃ Ω̃ r,
+// i.e. S = [m r̃  J_O; −m I  m r̃] and K = Πᵀ S = [m I  −m r̃; m r̃  J_O].
+void bodyTerm(const Model& model, const Data& data, int i, const Vector3& O, Matrix6& K,
               Vector6& e) {
   const Inertia& I = data.inertia_W[i];
   const double m = I.mass;
@@ -39,10 +43,10 @@ void bodyTerm(const Model& model, const Data& data, int i, const Vector3& O, Mat
   Matrix3 J_O = I.inertia_com;
   J_O.diagonal().array() += m * r.squaredNorm();
   J_O.noalias() -= m * r * r.transpose();
-  S.topLeftCorner<3, 3>() = m * r_skew;
-  S.topRightCorner<3, 3>() = J_O;
-  S.bottomLeftCorner<3, 3>() = -m * Matrix3::Identity();
-  S.bottomRightCorner<3, 3>() = m * r_skew;
+  K.topLeftCorner<3, 3>() = m * Matrix3::Identity();
+  K.topRightCorner<3, 3>() = -m * r_skew;
+  K.bottomLeftCorner<3, 3>() = m * r_skew;
+  K.bottomRightCorner<3, 3>() = J_O;
   const Vector3 omega = data.V_W[i].head<3>();
   const Vector3 f_C = m * model.gravity;
   e.head<3>() = omega.cross(J_O * omega) - r.cross(f_C);
@@ -81,28 +85,29 @@ inline Eigen::Matrix<double, 6, NV> subspaceAtPoint(const Data& data, int iv, co
   return S_p;
 }
 
-// The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent at p at q̈ = 0.
-// With the relative spatial bias c_W of the joint: κ = [c_lin + c_ang × p + ω_c × v_c,p −
-// ω_p × v_p,p; c_ang].
-inline Vector6 jointBias(const Data& data, int i, int parent, const Vector3& p) {
-  const MotionVector& c = data.c_W[i];
-  const MotionVector& V_c = data.V_W[i];
-  const MotionVector& V_p = data.V_W[parent];
-  const Vector3 v_c = V_c.tail<3>() + V_c.head<3>().cross(p);
-  const Vector3 v_p = V_p.tail<3>() + V_p.head<3>().cross(p);
+// The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent's point at p at
+// q̈ = 0, from the relative twist t = Ŝ q̇ = (v_rel, ω_rel) at p. Every joint's subspace is
+// fixed in the parent's frame as seen from p (revolute, prismatic, planar), or turns with the
+// child about p (spherical: ω_rel = R_WC w, whose rate ω_c × ω_rel is ω_λ × ω_rel), or hangs from
+// the world at rest (free): κ = [2 ω_λ × v_rel; ω_λ × ω_rel], the Coriolis and transport terms.
+// Local: no lever arm to W's origin enters.
+template <int NV>
+inline Vector6 jointBias(const Data& data, int parent, const Eigen::Matrix<double, 6, NV>& S_hat,
+                         const double* v_i) {
+  const Vector6 t = S_hat * Eigen::Map<const Eigen::Matrix<double, NV, 1>>(v_i);
+  const Vector3 omega = data.V_W[parent].head<3>();
   Vector6 kappa;
-  kappa.head<3>() = c.tail<3>() + c.head<3>().cross(p) + V_c.head<3>().cross(v_c) -
-                    V_p.head<3>().cross(v_p);
-  kappa.tail<3>() = c.head<3>();
+  kappa.head<3>() = 2.0 * omega.cross(t.head<3>());
+  kappa.tail<3>() = omega.cross(t.tail<3>());
   return kappa;
 }
 
 // Hinge step (docs/RICCATI.md, "Hinge"): from the child's output relation a = S_c b_c + e_c at
 // p, the joint b_c = b_p + Ŝ q̈ + κ and its equation Ŝᵀ Πᵀ a = τ − d v − k (q − q₀) − A q̈, the
-// parent-side relation a = S b_p + e at the same point:
-//   D = Ŝᵀ Πᵀ S_c Ŝ + A,  G = D⁻¹ Ŝᵀ Πᵀ S_c,  ν = D⁻¹ (τ' − Ŝᵀ Πᵀ e'),  e' = e_c + S_c κ,
-//   S = S_c − S_c Ŝ G,  e = e' + S_c Ŝ ν,  and back: q̈ = ν − G b_p.
-// S_c and e_c arrive in P_W[i], z_W[i] and leave replaced by S and e; G (transposed) goes to
+// parent-side relation a = S b_p + e at the same point. With K = Πᵀ S:
+//   D = Ŝᵀ K_c Ŝ + A,  V = Ŝᵀ K_c,  G = D⁻¹ V,  ν = D⁻¹ (τ' − Ŝᵀ Πᵀ e'),  e' = e_c + Π K_c κ,
+//   K = K_c − Vᵀ D⁻¹ V,  e = e' + Π Vᵀ ν,  and back: q̈ = ν − G b_p.
+// K_c and e_c arrive in P_W[i], z_W[i] and leave replaced by K and e; G (transposed) goes to
 // G_W, ν to nu, κ to f_W[i].
 template <int NV>
 void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const double* q,
@@ -110,13 +115,13 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   using MatrixNV = Eigen::Matrix<double, NV, NV>;
   using VectorNV = Eigen::Matrix<double, NV, 1>;
   const int iv = model.idx_v[i];
-  Matrix6& S = data.P_W[i];
+  Matrix6& K = data.P_W[i];
   Vector6& e = data.z_W[i];
   const Eigen::Matrix<double, 6, NV> S_hat = subspaceAtPoint<NV>(data, iv, p);
-  const Vector6 kappa = jointBias(data, i, model.parent[i], p);
+  const Vector6 kappa = jointBias<NV>(data, model.parent[i], S_hat, v.data() + iv);
   data.f_W[i] = kappa;
-  e.noalias() += S * kappa;  // e'
-  const Eigen::Matrix<double, NV, 6> V = S_hat.transpose() * pairing(S);
+  e += unpairing(K * kappa);  // e'
+  const Eigen::Matrix<double, NV, 6> V = S_hat.transpose() * K;
   MatrixNV D = V * S_hat;
   D.diagonal() += model.armature.template segment<NV>(iv);
   VectorNV epsilon = tau.template segment<NV>(iv) -
@@ -135,31 +140,40 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
     G = llt.solve(V);
     nu = llt.solve(epsilon);
   }
-  const Eigen::Matrix<double, 6, NV> U = S * S_hat;
-  S.noalias() -= U * G;
-  e.noalias() += U * nu;
+  // K −= Vᵀ D⁻¹ V, written symmetric
+  Matrix6 update;
+  update.noalias() = V.transpose() * G;
+  K -= 0.5 * (update + update.transpose());
+  e += unpairing(V.transpose() * nu);
   data.G_W.template middleCols<NV>(iv) = G.transpose();
   data.nu.template segment<NV>(iv) = nu;
 }
 
-// Adds the parent-side relation of child i at p (S, e in P_W[i], z_W[i]) to its parent's output
+// Adds the parent-side relation of child i at p (K, e in P_W[i], z_W[i]) to its parent's output
 // relation at O: with r = p − O, the geometric equation b_p = Φ b_O + β (Φ = [I −r̃; 0 I],
 // β = [ω × (ω × r); 0]) and the moment of the input about O (Ψ = [I −r̃; 0 I] on (m, q)):
-// S_O += Ψ S Φ, e_O += Ψ (S β + e).
+// S_O += Ψ S Φ, i.e. K_O += Φᵀ K Φ (Πᵀ Ψ Π = Φᵀ), and e_O += Ψ (S β + e).
 void addToParent(Data& data, int i, int parent, const Vector3& p, const Vector3& O) {
-  const Matrix6& S = data.P_W[i];
+  const Matrix6& K = data.P_W[i];
   const Vector3 r = p - O;
   const Matrix3 r_skew = skew(r);
   const Vector3 omega = data.V_W[parent].head<3>();
-  // S Φ: the right block column gets −S_left r̃
-  Matrix6 S_phi = S;
-  S_phi.rightCols<3>().noalias() -= S.leftCols<3>() * r_skew;
-  // Ψ (S Φ): the top block row gets −r̃ times the bottom one
-  Matrix6& S_O = data.P_W[parent];
-  S_O += S_phi;
-  S_O.topRows<3>().noalias() -= r_skew * S_phi.bottomRows<3>();
+  // Φᵀ K Φ by blocks: K11 stays, K12 − K11 r̃, and K22 − K21 r̃ + r̃ (K12 − K11 r̃)
+  const auto K11 = K.topLeftCorner<3, 3>();
+  const auto K12 = K.topRightCorner<3, 3>();
+  const auto K21 = K.bottomLeftCorner<3, 3>();
+  Matrix3 X = K12;
+  X.noalias() -= K11 * r_skew;
+  Matrix3 Y = K.bottomRightCorner<3, 3>();
+  Y.noalias() -= K21 * r_skew;
+  Y.noalias() += r_skew * X;
+  Matrix6& K_O = data.P_W[parent];
+  K_O.topLeftCorner<3, 3>() += K11;
+  K_O.topRightCorner<3, 3>() += X;
+  K_O.bottomLeftCorner<3, 3>() += X.transpose();
+  K_O.bottomRightCorner<3, 3>() += 0.5 * (Y + Y.transpose());
   Vector6 a = data.z_W[i];
-  a.noalias() += S.leftCols<3>() * omega.cross(omega.cross(r));
+  a += unpairing(K.leftCols<3>() * omega.cross(omega.cross(r)));
   Vector6& e_O = data.z_W[parent];
   e_O += a;
   e_O.head<3>() -= r.cross(a.tail<3>());
@@ -195,23 +209,36 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
     if (parent > 0) addToParent(data, i, parent, p, data.X_WB[parent].translation);
   }
   // (A4)–(A5), (B4): root to tips. The world is at rest (gravity acts as a force on each body),
-  // so a root joint's q̈ is ν; every other joint reads its parent's acceleration at its point.
-  data.A_W[0].setZero();
+  // so a root joint's q̈ is ν; every other joint reads its parent's (r̈, Ω̇) at its point by the
+  // geometric equation from the parent's own point, b_λ = Φ b_O + β. Each body's (r̈, Ω̇) at its
+  // origin stays in A_W until the last loop turns it into the spatial acceleration: point to
+  // point, the accelerations never pass through W's origin, whose lever arms would cost digits
+  // on a long chain far from it.
   for (int i = 1; i < model.nbodies; ++i) {
     const int parent = model.parent[i];
     const int iv = model.idx_v[i];
     const Vector3& p = data.X_WB[i].translation;
-    const Vector6 b_parent = pointAcceleration(data.V_W[parent], data.A_W[parent], p);
+    Vector6 b_parent = Vector6::Zero();
+    if (parent > 0) {
+      const Vector6& b_O = data.A_W[parent];
+      const Vector3 r = p - data.X_WB[parent].translation;
+      const Vector3 omega = data.V_W[parent].head<3>();
+      b_parent.head<3>() = b_O.head<3>() + b_O.tail<3>().cross(r) + omega.cross(omega.cross(r));
+      b_parent.tail<3>() = b_O.tail<3>();
+    }
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
       auto qdd = data.qdd.segment<NV>(iv);
       qdd = data.nu.segment<NV>(iv);
       qdd.noalias() -= data.G_W.middleCols<NV>(iv).transpose() * b_parent;
-      Vector6 b = b_parent + data.f_W[i];
+      Vector6& b = data.A_W[i];
+      b = b_parent + data.f_W[i];
       b.noalias() += subspaceAtPoint<NV>(data, iv, p) * qdd;
-      data.A_W[i] = spatialAcceleration(data.V_W[i], b, p);
     });
   }
+  data.A_W[0].setZero();
+  for (int i = 1; i < model.nbodies; ++i)
+    data.A_W[i] = spatialAcceleration(data.V_W[i], data.A_W[i], data.X_WB[i].translation);
   return data.qdd;
 }
 
@@ -221,8 +248,8 @@ Eigen::Matrix<double, 12, 1> riccatiTransferState(const Model& model, const Data
   Eigen::Matrix<double, 12, 1> z;
   z.head<6>() = pointAcceleration(data.V_W[i], data.A_W[i], p);
   // the joint's parent-side relation, left in P_W and z_W, at the parent's acceleration there
-  z.tail<6>() = data.z_W[i];
-  z.tail<6>().noalias() += data.P_W[i] * pointAcceleration(data.V_W[parent], data.A_W[parent], p);
+  z.tail<6>() = data.z_W[i] + unpairing(data.P_W[i] * pointAcceleration(data.V_W[parent],
+                                                                           data.A_W[parent], p));
   return z;
 }
 

@@ -21,6 +21,7 @@
 #include "engine/model/beam_modes.h"
 #include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
+#include "engine/builder/system_generator.h"
 #include "engine/model/names.h"
 
 namespace hilsim {
@@ -34,7 +35,10 @@ using Keys = std::span<const std::string_view>;
 // Top-level keys and their meaning are listed in docs/MODEL_FORMAT.md; keep the two in sync.
 constexpr std::string_view kTopLevelKeys[] = {
     "version", "name",  "gravity", "bodies",  "urdf",
-    "floating_base", "loops", "forces", "initial", "stabilisation"};
+    "floating_base", "loops", "forces", "initial", "stabilisation", "generate"};
+// a generated system (engine/builder/system_generator.h)
+constexpr std::string_view kGenerateKeys[] = {"shape",     "bodies",    "joint",
+                                              "link_length", "link_mass", "link_radius"};
 // loops and force elements (docs/MODEL_FORMAT.md "Loops and force elements")
 constexpr std::string_view kLoopKeys[] = {"name",   "type",    "body_a", "frame_a",
                                           "body_b", "frame_b", "axis",   "length"};
@@ -157,6 +161,9 @@ class YamlModelReader {
     if (top.has("urdf") && top.has("bodies"))
       fail(top.at("bodies"), "bodies",
            "cannot be combined with 'urdf' (a file is either a native model or a URDF wrapper)");
+    if (top.has("generate") && (top.has("bodies") || top.has("urdf")))
+      fail(top.at("generate"), "generate",
+           "cannot be combined with 'bodies' or 'urdf' (the generator makes every body)");
     if (top.has("floating_base") && !top.has("urdf"))
       fail(top.at("floating_base"), "floating_base",
            "only applies to a 'urdf' wrapper; a native model declares a 'free' joint instead");
@@ -166,8 +173,12 @@ class YamlModelReader {
       model = readUrdfWrapper(top);
     } else if (top.has("bodies")) {
       model = readBodies(top);
+    } else if (top.has("generate")) {
+      model = readGenerated(top.at("generate"));
     } else {
-      fail(root, "", "expected 'bodies' (a native model) or 'urdf' (a URDF wrapper)");
+      fail(root, "",
+           "expected 'bodies' (a native model), 'urdf' (a URDF wrapper) or 'generate' (a "
+           "generated system)");
     }
     if (top.has("name")) {
       // set after the build: checked here by the builder's rule (engine/model/names.h)
@@ -504,6 +515,38 @@ class YamlModelReader {
     } catch (const ModelError& e) {
       fail(node, "urdf", e.what());
     }
+  }
+
+  // --- generated systems ---
+
+  Model readGenerated(const YAML::Node& node) const {
+    const Mapping m = mapping(node, "generate", kGenerateKeys);
+    SystemSpec spec;
+    if (!m.has("shape")) fail(node, "generate", "needs 'shape' (chain, tree or branch)");
+    if (!m.has("bodies")) fail(node, "generate", "needs 'bodies' (how many links)");
+    const std::string shape = text(m.at("shape"), "generate.shape");
+    if (const auto parsed = parseGeneratedShape(shape))
+      spec.shape = *parsed;
+    else
+      fail(m.at("shape"), "generate.shape", "unknown shape '" + shape + "' (chain, tree or branch)");
+    spec.bodies = count(m.at("bodies"), "generate.bodies", limits_.max_bodies, "bodies");
+    if (m.has("joint")) {
+      const std::string joint = text(m.at("joint"), "generate.joint");
+      if (joint == "revolute")
+        spec.joint = JointType::kRevolute;
+      else if (joint == "spherical")
+        spec.joint = JointType::kSpherical;
+      else
+        fail(m.at("joint"), "generate.joint", "unknown joint '" + joint + "' (revolute or spherical)");
+    }
+    if (m.has("link_length")) spec.link_length = number(m.at("link_length"), "generate.link_length");
+    if (m.has("link_mass")) spec.link_mass = number(m.at("link_mass"), "generate.link_mass");
+    if (m.has("link_radius")) spec.link_radius = number(m.at("link_radius"), "generate.link_radius");
+    if (const std::string why = checkSystemSpec(spec); !why.empty())
+      fail(node, "generate", why);
+    chargeDofs(node, "generate", spec.bodies * (spec.joint == JointType::kSpherical ? 3 : 1),
+               "the generated links");
+    return generateSystem(spec, defaultName());
   }
 
   // --- native bodies ---

@@ -48,7 +48,8 @@ Model randomTree(std::mt19937& rng, const RandomTreeOptions& options) {
     if (k == 0) {
       body.parent = "world";
     } else {
-      body.parent = names[std::uniform_int_distribution<int>(0, k - 1)(rng)];
+      const int parent = options.chain ? k - 1 : std::uniform_int_distribution<int>(0, k - 1)(rng);
+      body.parent = names[parent];
     }
     body.placement = Transform(randomRotation(rng), Vector3(uniform(rng, -0.5, 0.5),
                                                             uniform(rng, -0.5, 0.5),

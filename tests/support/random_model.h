@@ -14,6 +14,7 @@ struct RandomTreeOptions {
   bool all_joint_types = true;  ///< revolute, prismatic, spherical, planar (else revolute only)
   double fixed_fraction = 0.1;  ///< share of extra welded bodies
   bool damping_and_armature = true;
+  bool chain = false;  ///< each body's parent the one before: a chain as deep as it is long
 };
 
 /// A random tree: random parents (each body's parent among the earlier ones), placements, axes,
