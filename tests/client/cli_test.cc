@@ -776,6 +776,18 @@ TEST_F(CliTest, ASolverThatCannotRunAModelIsRefusedWithTheReason) {
   if (refused == 0) GTEST_SKIP() << "every formulation runs every bundled model";
 }
 
+TEST_F(CliTest, SimulateRunsAHundredThousandBodySystemWithRtmm) {
+  // the large system: a generated rope of 10⁵ links (docs/RICCATI.md), two RK4 steps
+  writeFile(path("rope.yaml"),
+            "generate: {shape: chain, bodies: 100000, link_length: 0.01, link_mass: 0.001, "
+            "link_radius: 0.001}\n");
+  const RunResult r = runInProcess({"simulate", "--model", path("rope.yaml").string(), "--solver",
+                                    "rtmm", "--dt", "1e-4", "--duration", "2e-4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv 100000, 100001 bodies"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("steps            2"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, SimulatePendulumWritesEveryStepAndConservesEnergy) {
   const Model model = loadModel("pendulum");
   for (const auto& [integrator, tolerance] :

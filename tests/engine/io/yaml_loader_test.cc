@@ -17,6 +17,7 @@
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/crba.h"
 #include "engine/io/loader_util.h"
+#include "engine/builder/system_generator.h"
 #include "engine/io/model_loader.h"
 #include "engine/model/beam_modes.h"
 #include "tests/support/random_model.h"
@@ -301,6 +302,50 @@ TEST(YamlLoader, ModelNameDefaultsToTheFileStem) {
 }
 
 // --- errors: one distinct message per class ---
+
+TEST(YamlLoader, GenerateBuildsTheSystemItNames) {
+  // engine/builder/system_generator.h through the file format: the same model as the builder's
+  const Model chain = loadYamlString(
+      "generate: {shape: chain, bodies: 30, joint: spherical, link_length: 0.5, link_mass: 2, "
+      "link_radius: 0.02}\n",
+      ".", "rope.yaml");
+  EXPECT_EQ(chain.name, "rope");
+  EXPECT_EQ(chain.nbodies, 31);
+  EXPECT_EQ(chain.nv, 90);
+  SystemSpec spec;
+  spec.bodies = 30;
+  spec.joint = JointType::kSpherical;
+  spec.link_length = 0.5;
+  spec.link_mass = 2.0;
+  spec.link_radius = 0.02;
+  const Model built = generateSystem(spec, "rope");
+  for (int i = 1; i < chain.nbodies; ++i) {
+    EXPECT_EQ(chain.parent[i], built.parent[i]);
+    EXPECT_EQ(chain.inertias[i].mass, 2.0);
+    EXPECT_EQ(chain.joint_placement[i].translation, built.joint_placement[i].translation);
+  }
+  const Model branch = loadYamlString("generate: {shape: branch, bodies: 500}\n");
+  EXPECT_EQ(branch.nbodies, 501);
+  EXPECT_EQ(branch.nv, 500);  // revolute by default
+  EXPECT_EQ(branch.body_names[branch.parent[branch.nbodies - 1]], "right2");
+  const Model tree = loadYamlString("generate: {shape: tree, bodies: 15}\n");
+  for (int i = 1; i < tree.nbodies; ++i) {  // link k hangs from link k / 2
+    const int k = std::stoi(tree.body_names[i].substr(4));
+    EXPECT_EQ(tree.body_names[tree.parent[i]], k == 1 ? "world" : "link" + std::to_string(k / 2));
+  }
+}
+
+TEST(YamlLoaderErrors, GenerateWithWhatItCannotMake) {
+  expectYamlError("generate: {shape: star, bodies: 3}\n", {"bad.yaml:1: generate.shape: unknown shape 'star'"});
+  expectYamlError("generate: {shape: branch, bodies: 5}\n", {"bad.yaml:1: generate: bodies: 5 is too few for a branch (at least 6)"});
+  expectYamlError("generate: {shape: chain, bodies: 0}\n", {"generate.bodies: expected an integer >= 1"});
+  expectYamlError("generate: {shape: chain, bodies: 10, joint: free}\n", {"generate.joint: unknown joint 'free'"});
+  expectYamlError("generate: {shape: chain, bodies: 10, link_mass: -1}\n", {"generate: link_mass: must be a positive"});
+  expectYamlError("generate: {bodies: 10}\n", {"generate: needs 'shape'"});
+  expectYamlError("generate: {shape: chain, bodies: 2, colour: red}\n", {"unknown key 'colour'"});
+  expectYamlError("generate: {shape: chain, bodies: 2}\nbodies: []\n", {"generate: cannot be combined with 'bodies' or 'urdf'"});
+  expectYamlError("generate: {shape: chain, bodies: 300000}\n", {"above the limit of 200000 bodies"});
+}
 
 TEST(YamlLoaderErrors, MalformedYaml) {
   expectYamlError("bodies: [\n", {"malformed YAML"});
