@@ -275,7 +275,7 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
     const std::size_t start = at + 8;
     examples.push_back(doc.substr(start, doc.find("```", start) - start));
   }
-  ASSERT_EQ(examples.size(), 4u);
+  ASSERT_EQ(examples.size(), 5u);
   const Model arm = loadYamlString(examples[0], ".", "two_link_arm.yaml");
   EXPECT_EQ(arm.name, "two_link_arm");
   EXPECT_EQ(arm.nv, 2);
@@ -294,6 +294,9 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
   EXPECT_EQ(loop.nconstraints, 5);
   EXPECT_EQ(loop.force_elements.size(), 1u);
   EXPECT_EQ(loop.initial_configuration, Eigen::Vector3d(0.5, -0.7, 0.37));
+  const Model rope = loadYamlString(examples[4], ".", "rope.yaml");
+  EXPECT_EQ(rope.nv, 100000);
+  EXPECT_EQ(rope.inertias[1].mass, 0.001);
 }
 
 TEST(YamlLoader, ModelNameDefaultsToTheFileStem) {
