@@ -6,6 +6,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
@@ -40,6 +46,36 @@ struct Server::Impl {
   std::mutex mutex;
 };
 
+namespace {
+
+// Throws "address A:P already in use" when a TCP listener holds `address`:`port` (port 0, an
+// ephemeral port, is always free). The listeners' own errors do not say so: gRPC reports a port
+// of 0, the metrics exporter "null context when constructing CivetServer".
+void checkTcpPortFree(const std::string& address, int port) {
+  if (port == 0) return;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
+  bool in_use = false;
+  for (addrinfo* a = found; a != nullptr && !in_use; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const int yes = 1;  // as the listeners: a port in TIME_WAIT is free, a listening one is not
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE) in_use = true;
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (in_use)
+    throw std::runtime_error("address " + address + ":" + std::to_string(port) +
+                             " already in use");
+}
+
+}  // namespace
+
 Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
 Server::~Server() { shutdown(); }
@@ -52,6 +88,8 @@ void Server::start() {
     // The loaders look up bundled names there first (model_loader.h).
     ::setenv("HILSIM_MODEL_PATH", s.config.model_directory.c_str(), 1);
   }
+  checkTcpPortFree(s.config.bind_address, s.config.grpc_port);
+  if (s.config.metrics_enabled) checkTcpPortFree(s.config.bind_address, s.config.metrics_port);
   s.registry = std::make_unique<SessionRegistry>(s.config);
   s.service = std::make_unique<SimulationService>(*s.registry, s.config);
 
@@ -66,6 +104,9 @@ void Server::start() {
     credentials = grpc::InsecureServerCredentials();
   }
   grpc::ServerBuilder builder;
+  // gRPC turns SO_REUSEPORT on by default: a second server on the same port would start and the
+  // kernel would share the calls between the two at random
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Room for a CreateSession of limits.max_model_text_bytes (gRPC refuses a message above 4 MiB
   // by default); every other request is far smaller, and its fields are bounded on their own.
   builder.SetMaxReceiveMessageSize(static_cast<int>(

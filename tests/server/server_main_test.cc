@@ -138,6 +138,33 @@ TEST_F(ServerMainTest, StopsCleanlyOnSigtermAndSigint) {
   }
 }
 
+TEST_F(ServerMainTest, ASecondServerOnTheSamePortsDoesNotStart) {
+  // gRPC's SO_REUSEPORT is off: a second server on a taken gRPC or metrics port exits 1 with one
+  // line naming the address, while the first keeps serving alone
+  const Process first = launch(writeConfig(kConfig));
+  ASSERT_TRUE(waitForLog(first, "start-up session 1 'arm'")) << readAll(first.log);
+  const int port = grpcPortFromLog(readAll(first.log));
+  ASSERT_GT(port, 0);
+  const fs::path first_log = dir_ / "first.log";
+  fs::rename(first.log, first_log);
+  std::string taken = kConfig;
+  taken.replace(taken.find("grpc_port: 0"), 12, "grpc_port: " + std::to_string(port));
+  const Process second = launch(writeConfig(taken));
+  EXPECT_EQ(waitExit(second), 1);
+  EXPECT_NE(readAll(second.log).find("address 127.0.0.1:" + std::to_string(port) + " already in use"),
+            std::string::npos)
+      << readAll(second.log);
+  // the metrics port: taken by the first server's gRPC port here
+  std::string metrics = kConfig;
+  metrics.replace(metrics.find("metrics: {enabled: false}"), 25,
+                  "metrics: {enabled: true, port: " + std::to_string(port) + "}");
+  const Process third = launch(writeConfig(metrics));
+  EXPECT_EQ(waitExit(third), 1);
+  EXPECT_NE(readAll(third.log).find("already in use"), std::string::npos) << readAll(third.log);
+  ::kill(first.pid, SIGTERM);
+  EXPECT_EQ(waitExit(first), 0);
+}
+
 TEST_F(ServerMainTest, BrokenConfigurationIsOneLineAndExitCode2) {
   const Process p = launch(writeConfig("listen:\n  grpc_prot: 50051\n"));
   EXPECT_EQ(waitExit(p), 2);
