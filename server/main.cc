@@ -70,7 +70,14 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--log-level", log_level,
                  "overrides log.level: trace, debug, info, warn, error, critical, off");
-  CLI11_PARSE(app, argc, argv);
+  // CLI11's own exit codes (105 for an unknown option, 106 for a missing file, …) are not the
+  // documented ones: a command line that cannot be read is status 2, as a broken configuration
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);  // prints the help, or the error and a hint
+    return status == 0 ? 0 : 2;
+  }
 
   hilsim::server::ServerConfig config;
   try {

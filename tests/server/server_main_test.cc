@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client/simulation_client.h"
 
@@ -163,6 +164,29 @@ TEST_F(ServerMainTest, ASecondServerOnTheSamePortsDoesNotStart) {
   EXPECT_NE(readAll(third.log).find("already in use"), std::string::npos) << readAll(third.log);
   ::kill(first.pid, SIGTERM);
   EXPECT_EQ(waitExit(first), 0);
+}
+
+TEST_F(ServerMainTest, ABadCommandLineIsExitCode2AndHelpIs0) {
+  // SERVER.md promises 2 for a command line that cannot be read (CLI11's own codes are 105–109)
+  const auto run = [&](std::vector<std::string> args) {
+    const fs::path log = dir_ / "cli.log";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      std::FILE* out = std::freopen(log.c_str(), "w", stderr);
+      if (out == nullptr) ::_exit(127);
+      ::dup2(::fileno(stderr), ::fileno(stdout));
+      std::vector<char*> argv = {const_cast<char*>(HILSIM_SERVER_EXE)};
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(HILSIM_SERVER_EXE, argv.data());
+      ::_exit(127);
+    }
+    return waitExit(Process{pid, log});
+  };
+  EXPECT_EQ(run({"--config", (dir_ / "missing.yaml").string()}), 2);  // no such file
+  EXPECT_EQ(run({"--confg", "x"}), 2);                                // unknown option
+  EXPECT_EQ(run({}), 2);                                              // --config required
+  EXPECT_EQ(run({"--help"}), 0);
 }
 
 TEST_F(ServerMainTest, BrokenConfigurationIsOneLineAndExitCode2) {
