@@ -1,7 +1,7 @@
 // What every example controller takes on its command line: the server, the access token and how
 // long to run.
 //
-//   <program> [--server HOST:PORT] [--token TOKEN] [--duration SECONDS]
+//   <program> [--server HOST:PORT] [--token TOKEN] [--duration SECONDS] [--help]
 //
 // Defaults: HILSIM_SERVER or 127.0.0.1:50051, HILSIM_ACCESS_TOKEN, the program's own duration.
 #pragma once
@@ -16,7 +16,13 @@ struct ExampleOptions {
   std::string server = "127.0.0.1:50051";
   std::string token;
   double duration = 5.0;  ///< [s]
+  bool help = false;      ///< --help or -h: print exampleUsage() and exit 0
 };
+
+/// The usage line.
+inline std::string exampleUsage(const std::string& program) {
+  return "usage: " + program + " [--server HOST:PORT] [--token TOKEN] [--duration SECONDS] [--help]";
+}
 
 /// A duration in (0, 86400] s from text; throws std::runtime_error naming the option.
 inline double seconds(const std::string& text) {
@@ -41,9 +47,11 @@ inline ExampleOptions parseExampleOptions(int argc, char** argv, const std::stri
   if (const char* token = std::getenv("HILSIM_ACCESS_TOKEN")) options.token = token;
   for (int k = 1; k < argc; ++k) {
     const std::string arg = argv[k];
-    if (k + 1 >= argc)
-      throw std::runtime_error("usage: " + program +
-                               " [--server HOST:PORT] [--token TOKEN] [--duration SECONDS]");
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      return options;
+    }
+    if (k + 1 >= argc) throw std::runtime_error(exampleUsage(program));
     if (arg == "--server") options.server = argv[++k];
     else if (arg == "--token") options.token = argv[++k];
     else if (arg == "--duration") options.duration = seconds(argv[++k]);

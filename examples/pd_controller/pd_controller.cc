@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
   try {
     const hilsim::examples::ExampleOptions options =
         hilsim::examples::parseExampleOptions(argc, argv, "pd_controller", 5.0);
+    if (options.help) {
+      std::printf("%s\n", hilsim::examples::exampleUsage("pd_controller").c_str());
+      return 0;
+    }
     hilsim::client::ClientOptions client_options;
     client_options.access_token = options.token;
     SimulationClient client(options.server, client_options);
