@@ -26,13 +26,8 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
     const int i = *it;
     const int parent = model.parent[i];
     if (isFloatingRoot(model, i)) continue;  // its parent is the world
-    const int nv_i = model.nv_joint[i];
-    if (nv_i == 0) {
-      if (parent > 0) data.minv_z[parent].leftCols(k) += data.minv_z[i].leftCols(k);
-      continue;
-    }
     const int iv = model.idx_v[i];
-    detail::withJointSize(nv_i, [&](auto n) {
+    detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
       using VectorNV = Eigen::Matrix<double, NV, 1>;
       const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(iv);
@@ -60,16 +55,8 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
       detail::solveWithCholeskyFactor(data.D_inv[i], alpha);  // P = L Lᵀ, from aba()
       continue;
     }
-    const int nv_i = model.nv_joint[i];
-    if (nv_i == 0) {
-      if (parent > 0)
-        alpha = data.minv_a[parent].leftCols(k);
-      else
-        alpha.setZero();
-      continue;
-    }
     const int iv = model.idx_v[i];
-    detail::withJointSize(nv_i, [&](auto n) {
+    detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
       using VectorNV = Eigen::Matrix<double, NV, 1>;
       const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(iv);
