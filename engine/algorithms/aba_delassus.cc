@@ -8,7 +8,8 @@ namespace hilsim {
 using detail::isFloatingRoot;
 
 // Column c of minv_z[i] is Z, the articulated force on body i of the forces of active row c
-// alone; column c of minv_a[i] holds ν = D⁻¹ ε on the inward sweep, then the acceleration α.
+// alone, on the inward sweep, then (its first n_i entries) the joint rates χ̇ it causes; column
+// c of minv_a[i] holds ν = D⁻¹ ε on the inward sweep, then the acceleration α.
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W) {
   const int k = rows.active_count;
   assert(k <= data.minvColumns());
@@ -71,6 +72,7 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
         } else {
           alpha.col(c).noalias() = S * chi_dot;
         }
+        data.minv_z[i].col(c).head<NV>() = chi_dot;  // Z is spent: kept for the response
       }
     });
   }
@@ -86,6 +88,54 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
       if (a > 0) w += F_a.dot(data.minv_a[a].col(c));
       W(r, c) = w;
     }
+  }
+}
+
+// Support bodies: α and χ̇ are the columns' combinations. The other bodies are reached by no
+// force: ν = 0, so χ̇ = −G* α⁺ and α = α⁺ + ℋ* χ̇ from the parent's α (outward (7.3) again);
+// minv_a[i].col(0) holds each body's α once its columns are combined.
+void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
+                         const Eigen::VectorXd& lambda, Eigen::VectorXd& x) {
+  const int k = rows.active_count;
+  data.minv_a[0].col(0).setZero();
+  std::size_t next_support = 0;
+  for (int i = 1; i < model.nbodies; ++i) {
+    const int iv = model.idx_v[i];
+    const bool on_support =
+        next_support < rows.support.size() && rows.support[next_support] == i;
+    if (on_support) {
+      ++next_support;
+      Vector6 alpha = Vector6::Zero();
+      for (int c = 0; c < k; ++c) alpha += lambda(c) * data.minv_a[i].col(c);
+      if (isFloatingRoot(model, i)) {
+        detail::floatingRootRates(data, i, alpha, x.segment<6>(iv));
+      } else {
+        detail::withJointSize(model.nv_joint[i], [&](auto n) {
+          constexpr int NV = decltype(n)::value;
+          Eigen::Matrix<double, NV, 1> chi_dot = Eigen::Matrix<double, NV, 1>::Zero();
+          for (int c = 0; c < k; ++c) chi_dot += lambda(c) * data.minv_z[i].col(c).head<NV>();
+          x.segment<NV>(iv) = chi_dot;
+        });
+      }
+      data.minv_a[i].col(0) = alpha;
+      continue;
+    }
+    if (isFloatingRoot(model, i)) {  // a free body no row reaches
+      x.segment<6>(iv).setZero();
+      data.minv_a[i].col(0).setZero();
+      continue;
+    }
+    const Vector6 alpha_plus = data.minv_a[model.parent[i]].col(0);
+    detail::withJointSize(model.nv_joint[i], [&](auto n) {
+      constexpr int NV = decltype(n)::value;
+      const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(model.idx_v[i]);
+      const Eigen::Matrix<double, 6, NV> G = data.G_W.middleCols<NV>(model.idx_v[i]);
+      const Eigen::Matrix<double, NV, 1> chi_dot = -(G.transpose() * alpha_plus);
+      x.segment<NV>(iv) = chi_dot;
+      auto alpha = data.minv_a[i].col(0);
+      alpha = alpha_plus;
+      alpha.noalias() += S * chi_dot;
+    });
   }
 }
 

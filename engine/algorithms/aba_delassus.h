@@ -17,4 +17,10 @@ namespace hilsim {
 /// of full joint rank (as abaInverseInertia); allocation-free.
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
 
+/// x ← M⁻¹ Jᵀ λ (λ: first k entries) from the k columns' accelerations and joint rates the last
+/// abaDelassus on the same rows left in Data: O(s k) on the support, one outward step per
+/// other body. Allocation-free.
+void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
+                         const Eigen::VectorXd& lambda, Eigen::VectorXd& x);
+
 }  // namespace hilsim

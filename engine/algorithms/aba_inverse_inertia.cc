@@ -59,9 +59,7 @@ void abaInverseInertia(const Model& model, Data& data, Eigen::Ref<Eigen::MatrixX
         alpha -= data.minv_z[i].col(c);
         detail::solveWithCholeskyFactor(L, alpha);
         data.minv_a[i].col(c) = alpha;
-        x.tail<3>().noalias() = R_WB.transpose() * alpha.head<3>();
-        const Vector3 linear = alpha.tail<3>() - p_WB.cross(alpha.head<3>());
-        x.head<3>().noalias() = R_WJ.transpose() * linear;
+        detail::floatingRootRates(data, i, alpha, x);
       }
       continue;
     }

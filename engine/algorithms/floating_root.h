@@ -4,7 +4,7 @@
 // that follow it (abaInverseInertia, abaDelassus).
 #pragma once
 
-#include "engine/model/model.h"
+#include "engine/model/data.h"
 
 namespace hilsim::detail {
 
@@ -33,6 +33,19 @@ void solveWithCholeskyFactor(const Matrix6& factor, Columns&& X) {
       for (int j = i + 1; j < 6; ++j) sum -= factor(j, i) * X(j, c);
       X(i, c) = sum * reciprocal(i);
     }
+}
+
+/// The free joint's rates x = S⁻¹ α (v in the joint frame J, ω in the body frame B; docs/NOTATION.md)
+/// of a floating root i whose parent, the world, is at rest, from its spatial acceleration α
+/// (in W, about W's origin) with no velocity terms: the M⁻¹ products' outward step.
+template <typename Rates>
+void floatingRootRates(const Data& data, int i, const Vector6& alpha, Rates&& x) {
+  const Matrix3& R_WJ = data.X_WJ[i].rotation;
+  const Matrix3& R_WB = data.X_WB[i].rotation;
+  const Vector3& p_WB = data.X_WB[i].translation;
+  x.template tail<3>().noalias() = R_WB.transpose() * alpha.head<3>();
+  const Vector3 linear = alpha.tail<3>() - p_WB.cross(alpha.head<3>());
+  x.template head<3>().noalias() = R_WJ.transpose() * linear;
 }
 
 }  // namespace hilsim::detail

@@ -62,4 +62,17 @@ void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
     for (int c = 0; c <= r; ++c) W(r, c) = Y.col(r).dot(Y.col(c));
 }
 
+void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
+                             const Eigen::VectorXd& lambda, Eigen::VectorXd& x) {
+  const int k = rows.active_count;
+  const Eigen::MatrixXd& H = data.M_factor;
+  const Eigen::MatrixXd& Y = data.ldl_rows;
+  const std::vector<int>& parent_dof = model.dof_parent;
+  x.noalias() = Y.leftCols(k) * lambda.head(k);
+  x.array() *= Y.col(Y.cols() - 1).array();  // D^-½
+  // L x = z, roots first
+  for (int i = 0; i < model.nv; ++i)
+    for (int j = parent_dof[i]; j >= 0; j = parent_dof[j]) x(i) -= H(i, j) * x(j);
+}
+
 }  // namespace hilsim

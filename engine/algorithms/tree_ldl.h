@@ -25,4 +25,9 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Ref<
 /// their ancestors), so each half-solve costs O(row length × depth); data.ldl_rows holds them.
 void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
 
+/// x ← M⁻¹ Jᵀ λ = L⁻¹ D^-½ (Y λ) with Y = D^-½ L⁻ᵀ Jᵀ of the last treeLdlDelassus on the same
+/// rows (λ: first k entries): one half-solve instead of treeLdlSolve's two.
+void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
+                             const Eigen::VectorXd& lambda, Eigen::VectorXd& x);
+
 }  // namespace hilsim

@@ -20,12 +20,14 @@ constexpr int kAssemblyIterations = 100;
 }  // namespace
 
 LoopClosureStage::LoopClosureStage(const Model& model, const FormulationInfo& formulation)
-    : LoopClosureStage(model, formulation.inverse_inertia, formulation.delassus) {}
+    : LoopClosureStage(model, formulation.inverse_inertia, formulation.delassus,
+                       formulation.delassus_response) {}
 
 LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
-                                   DelassusFunction delassus)
+                                   DelassusFunction delassus, DelassusResponseFunction response)
     : inverse_inertia_(inverse_inertia),
       delassus_(delassus),
+      delassus_response_(delassus ? response : nullptr),
       rows_(model.nconstraints),
       constraint_rows_(model),
       C_(Eigen::VectorXd::Zero(rows_)),
@@ -80,9 +82,16 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   solver_.solve(compact_rhs_, compact_lambda_);
   lambda_.setZero();
   for (int c = 0; c < k; ++c) lambda_(active[c]) = compact_lambda_(c);
-  // q̈ += M⁻¹ Jᵀ λ: one more column through the formulation's M⁻¹
-  generalized_force_.noalias() = J().transpose() * lambda_;
-  inverse_inertia_(model, data, generalized_force_);
+  // q̈ += M⁻¹ Jᵀ λ: from the columns W was made of where they are at hand, else one more column
+  // through the formulation's M⁻¹
+  if (delassus_response_) {
+    delassus_response_(model, data, constraint_rows_, compact_lambda_, generalized_force_);
+  } else if (!delassus_) {
+    generalized_force_.noalias() = compact_.leftCols(k) * compact_lambda_.head(k);
+  } else {
+    generalized_force_.noalias() = J().transpose() * lambda_;
+    inverse_inertia_(model, data, generalized_force_);
+  }
   qdd += generalized_force_;
 }
 

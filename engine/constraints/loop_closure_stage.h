@@ -21,9 +21,10 @@ class LoopClosureStage final : public ConstraintStage {
   /// where it has one, its Delassus operator (FormulationInfo), valid after its forward dynamics.
   LoopClosureStage(const Model& model, const FormulationInfo& formulation);
   /// The same with the operators given; without `delassus`, J M⁻¹ Jᵀ comes from
-  /// `inverse_inertia` on the columns of Jᵀ (the general route every formulation has).
+  /// `inverse_inertia` on the columns of Jᵀ (the general route every formulation has), and
+  /// M⁻¹ Jᵀ λ from those columns; with `delassus` but no `response`, from `inverse_inertia`.
   LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
-                   DelassusFunction delassus = nullptr);
+                   DelassusFunction delassus = nullptr, DelassusResponseFunction response = nullptr);
 
   int capacity() const override { return rows_; }
   void accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -55,6 +56,7 @@ class LoopClosureStage final : public ConstraintStage {
 
   InverseInertiaFunction inverse_inertia_;
   DelassusFunction delassus_;
+  DelassusResponseFunction delassus_response_;
   int rows_;
   ConstraintRows constraint_rows_;  // J and the rows' spatial form
   Eigen::VectorXd C_, bias_, rhs_, lambda_, row_values_;

@@ -46,6 +46,7 @@ constexpr std::array kFormulations = {
         abaForwardDynamics,
         abaInverseInertia,
         abaDelassus,
+        abaDelassusResponse,
     },
     FormulationInfo{
         Formulation::kCrba,
@@ -58,6 +59,7 @@ constexpr std::array kFormulations = {
         crbaLdlForwardDynamics,
         crbaLdlInverseInertia,
         treeLdlDelassus,
+        treeLdlDelassusResponse,
     },
     FormulationInfo{
         Formulation::kRtmm,
@@ -70,6 +72,7 @@ constexpr std::array kFormulations = {
         {.massless = false, .flexible = false, .closed_loops = false, .parallel = false},
         DataWorkspace::kPerBody,
         riccatiTransferForwardDynamics,
+        nullptr,
         nullptr,
         nullptr,
     },

@@ -50,6 +50,14 @@ using InverseInertiaFunction = void (*)(const Model& model, Data& data,
 using DelassusFunction = void (*)(const Model& model, Data& data, const ConstraintRows& rows,
                                   Eigen::MatrixXd& W);
 
+/// x ← M(q)⁻¹ Jᵀ λ (nv) for multipliers λ of the active rows of `rows` (first k entries, in
+/// the order of rows.active), from what the formulation's DelassusFunction left in `data` on
+/// the same rows: q̈'s response to the closure forces without another sweep over M⁻¹.
+/// Allocation-free.
+using DelassusResponseFunction = void (*)(const Model& model, Data& data,
+                                          const ConstraintRows& rows,
+                                          const Eigen::VectorXd& lambda, Eigen::VectorXd& x);
+
 /// One row of the table.
 struct FormulationInfo {
   Formulation id;
@@ -64,6 +72,8 @@ struct FormulationInfo {
   InverseInertiaFunction inverse_inertia;
   /// J M⁻¹ Jᵀ after forward_dynamics, faster than through inverse_inertia; may be null.
   DelassusFunction delassus;
+  /// M⁻¹ Jᵀ λ after delassus; set where delassus is.
+  DelassusResponseFunction delassus_response;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).

@@ -124,7 +124,8 @@ TEST(ClosureRows, SpatialFormReadsTheJacobianOnTheBodyVelocities) {
 TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
   // W = J M⁻¹ Jᵀ with M from crba and a dense Cholesky, against each row's delassus operator on
   // every row (and on every other row, to exercise the active subset), after its forward
-  // dynamics. Random trees with a floating root, every joint type; 1e-10 relative.
+  // dynamics; and its response M⁻¹ Jᵀ λ for a random λ. Random trees with a floating root,
+  // every joint type; 1e-10 relative.
   std::mt19937 rng(13);
   for (int trial = 0; trial < 20; ++trial) {
     LoopCase c = randomLoopCase(rng, 4 + trial % 10, 1 + trial % 4);
@@ -152,6 +153,16 @@ TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
         const Eigen::MatrixXd expected_lower = expected.triangularView<Eigen::Lower>();
         EXPECT_LT(relativeDifference(lower, expected_lower), kFormulationRelTol)
             << f.name << ", trial " << trial << ", stride " << stride;
+        // its response, M⁻¹ Jᵀ λ, on every dof (the rows reach only some bodies)
+        ASSERT_NE(f.delassus_response, nullptr) << f.name;
+        Eigen::VectorXd lambda = Eigen::VectorXd::Zero(m);
+        for (int r = 0; r < k; ++r) lambda(r) = std::uniform_real_distribution<>(-1.0, 1.0)(rng);
+        Eigen::VectorXd x = Eigen::VectorXd::Constant(model.nv, 1e300);
+        f.delassus_response(model, data, rows, lambda, x);
+        const Eigen::VectorXd expected_x =
+            M.llt().solve(J_active.transpose() * lambda.head(k)).eval();
+        EXPECT_LT(relativeDifference(x, expected_x), kFormulationRelTol)
+            << f.name << ", trial " << trial << ", stride " << stride;
       }
     }
   }
@@ -167,13 +178,19 @@ TEST(Delassus, StageGivesTheSameDynamicsThroughTheGeneralRoute) {
     for (const FormulationInfo& f : formulations()) {
       if (!f.capabilities.closed_loops) continue;
       Data data = test::dataFor(model, f.id);
-      LoopClosureStage fast(model, f), general(model, f.inverse_inertia);
+      // the operator and its response; the operator with M⁻¹ Jᵀ λ through inverse_inertia;
+      // inverse_inertia alone
+      LoopClosureStage fast(model, f), without_response(model, f.inverse_inertia, f.delassus),
+          general(model, f.inverse_inertia);
       fast.assemble(model, data, c.q, c.v);
       Eigen::VectorXd qdd_fast = f.forward_dynamics(model, data, c.q, c.v, c.tau);
-      Eigen::VectorXd qdd_general = qdd_fast;
+      Eigen::VectorXd qdd_general = qdd_fast, qdd_without_response = qdd_fast;
       fast.accelerations(model, data, c.q, c.v, c.tau, qdd_fast);
+      without_response.accelerations(model, data, c.q, c.v, c.tau, qdd_without_response);
       general.accelerations(model, data, c.q, c.v, c.tau, qdd_general);
       EXPECT_LT(relativeDifference(qdd_fast, qdd_general), kFormulationRelTol)
+          << f.name << ", trial " << trial;
+      EXPECT_LT(relativeDifference(qdd_without_response, qdd_general), kFormulationRelTol)
           << f.name << ", trial " << trial;
       EXPECT_LT(relativeDifference(fast.multipliers(), general.multipliers()), kFormulationRelTol)
           << f.name << ", trial " << trial;
