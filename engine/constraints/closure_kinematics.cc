@@ -122,7 +122,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     const auto point_rows = [&](const Vector3& n, double error) {
       if (out.position_error) (*out.position_error)(row) = error;
       if (out.jacobian || out.rows)
-        writeRow(model, data, out, c.body_a, -pointRow(A.p, n), c.body_b, pointRow(B.p, n), row);
+        writeRow(model, data, out, c.body_a, pointRow(A.p, -n), c.body_b, pointRow(B.p, n), row);
       if (out.bias) (*out.bias)(row) = n.dot(d_bias);
       ++row;
     };
@@ -130,7 +130,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     const auto angular_rows = [&](const Vector3& n, double error) {
       if (out.position_error) (*out.position_error)(row) = error;
       if (out.jacobian || out.rows)
-        writeRow(model, data, out, c.body_a, -angularRow(n), c.body_b, angularRow(n), row);
+        writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
       if (out.bias) (*out.bias)(row) = n.dot(B.alpha - A.alpha);
       ++row;
     };
@@ -155,7 +155,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
           const Vector3 n = A.R * *normal;
           if (out.position_error) (*out.position_error)(row) = n.dot(misalignment);
           if (out.jacobian || out.rows)
-            writeRow(model, data, out, c.body_a, -angularRow(n), c.body_b, angularRow(n), row);
+            writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
           if (out.bias)
             (*out.bias)(row) =
                 n.dot(B.alpha - A.alpha) + A.omega.cross(n).dot(B.omega - A.omega);
@@ -172,7 +172,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
           const Vector3 n = A.R * *normal;
           if (out.position_error) (*out.position_error)(row) = n.dot(d);
           if (out.jacobian || out.rows) {
-            Vector6 g_a = -pointRow(A.p, n);
+            Vector6 g_a = pointRow(A.p, -n);
             g_a.head<3>() += n.cross(d);
             writeRow(model, data, out, c.body_a, g_a, c.body_b, pointRow(B.p, n), row);
           }
@@ -192,7 +192,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         const Vector3 u = length > 0.0 ? Vector3(d / length) : Vector3::UnitX();
         if (out.position_error) (*out.position_error)(row) = length - c.length;
         if (out.jacobian || out.rows)
-          writeRow(model, data, out, c.body_a, -pointRow(A.p, u), c.body_b, pointRow(B.p, u), row);
+          writeRow(model, data, out, c.body_a, pointRow(A.p, -u), c.body_b, pointRow(B.p, u), row);
         if (out.bias) {
           const double along = u.dot(d_rate);
           (*out.bias)(row) =
@@ -224,7 +224,7 @@ void addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd
     // tension pulls the points together: −T u on b at p_B, +T u on a at p_A, i.e. Q = −T rowᵀ
     // with the row of ℓ̇
     const double tension = e.stiffness * (length - e.rest_length) + e.damping * rate;
-    const Vector6 g_b = pointRow(B.p, u), g_a = -pointRow(A.p, u);
+    const Vector6 g_b = pointRow(B.p, u), g_a = pointRow(A.p, -u);
     for (int dof = lastDof(model, e.body_b); dof >= 0; dof = model.dof_parent[dof])
       forces(dof) -= tension * g_b.dot(data.S_W.col(dof));
     for (int dof = lastDof(model, e.body_a); dof >= 0; dof = model.dof_parent[dof])

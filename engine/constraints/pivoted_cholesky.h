@@ -34,13 +34,20 @@ class PivotedCholesky {
   /// Returns the numerical rank.
   int compute(const Eigen::MatrixXd& A, int n) {
     n_ = n;
-    L_.topLeftCorner(n, n) = A.topLeftCorner(n, n).triangularView<Eigen::Lower>();
+    // plain loops on the columns' storage: the systems are small (a mechanism's rows), where
+    // Eigen's dynamic-size blocks cost more in set-up than in arithmetic
+    const Eigen::Index lda = A.rows(), ld = L_.rows();
+    double* const L = L_.data();
     double largest = 0.0;
     active_ = 0;  // rows with a non-zero diagonal: a zero row of J has none
     for (int k = 0; k < n; ++k) {
+      const double* a = A.data() + k * lda;
+      double* l = L + k * ld;
+      for (int r = 0; r < k; ++r) l[r] = 0.0;  // L's upper triangle (read as n × r below)
+      for (int r = k; r < n; ++r) l[r] = a[r];  // A's lower triangle
       perm_(k) = k;
-      largest = std::max(largest, A(k, k));
-      if (A(k, k) != 0.0) ++active_;
+      largest = std::max(largest, a[k]);
+      if (a[k] != 0.0) ++active_;
     }
     const double tolerance = kRankTolerance * largest;
     const double comfortable = kPivotingThreshold * largest;
@@ -57,13 +64,17 @@ class PivotedCholesky {
         if (!(L_(pivot, pivot) > tolerance)) break;  // also stops on NaN
         swapSymmetric(k, pivot);
       }
-      const double d = std::sqrt(L_(k, k));
-      L_(k, k) = d;
-      inverse_diagonal_(k) = 1.0 / d;  // multiplications from here on, not divisions
-      auto below = L_.col(k).segment(k + 1, n - k - 1);
-      below *= inverse_diagonal_(k);
-      for (int c = k + 1; c < n; ++c)
-        L_.col(c).segment(c, n - c) -= L_(c, k) * L_.col(k).segment(c, n - c);
+      double* const l_k = L + k * ld;
+      const double d = std::sqrt(l_k[k]);
+      l_k[k] = d;
+      const double inverse = 1.0 / d;  // multiplications from here on, not divisions
+      inverse_diagonal_(k) = inverse;
+      for (int r = k + 1; r < n; ++r) l_k[r] *= inverse;
+      for (int c = k + 1; c < n; ++c) {
+        double* const l_c = L + c * ld;
+        const double factor = l_k[c];
+        for (int r = c; r < n; ++r) l_c[r] -= factor * l_k[r];
+      }
       ++rank_;
     }
     return rank_;
@@ -82,15 +93,21 @@ class PivotedCholesky {
       // full rank on the rows that are there (pivoting puts zero rows last): L₁ L₁ᵀ y = b₁ on
       // the first r, zero for the others. Forward by columns (axpy: no chain of dependent
       // sums), back by dot products of the same contiguous columns.
+      const Eigen::Index ld = L_.rows();
+      double* const w = work_.data();
       for (int i = 0; i < r; ++i) {
-        work_(i) *= inverse_diagonal_(i);
-        work_.segment(i + 1, r - i - 1) -= work_(i) * L_.col(i).segment(i + 1, r - i - 1);
+        const double* l_i = L_.data() + i * ld;
+        const double w_i = w[i] * inverse_diagonal_(i);
+        w[i] = w_i;
+        for (int j = i + 1; j < r; ++j) w[j] -= w_i * l_i[j];
       }
-      for (int i = r - 1; i >= 0; --i)
-        work_(i) = (work_(i) - L_.col(i).segment(i + 1, r - i - 1).dot(
-                                   work_.segment(i + 1, r - i - 1))) *
-                   inverse_diagonal_(i);
-      for (int i = r; i < n; ++i) work_(i) = 0.0;
+      for (int i = r - 1; i >= 0; --i) {
+        const double* l_i = L_.data() + i * ld;
+        double sum = w[i];
+        for (int j = i + 1; j < r; ++j) sum -= l_i[j] * w[j];
+        w[i] = sum * inverse_diagonal_(i);
+      }
+      for (int i = r; i < n; ++i) w[i] = 0.0;
     } else {
       // A⁺ = Pᵀ L (LᵀL)⁻² Lᵀ P
       y_.head(r).noalias() = L.transpose() * work_.head(n);
