@@ -1,6 +1,6 @@
 #include "engine/algorithms/riccati_transfer.h"
 
-#include <Eigen/Cholesky>
+#include <cmath>
 
 #include "engine/algorithms/joint_kinematics.h"
 
@@ -102,6 +102,43 @@ inline Vector6 jointBias(const Data& data, int parent, const Eigen::Matrix<doubl
   return kappa;
 }
 
+// D = L Lᵀ for a joint's small SPD D (N ≤ 6), with L⁻¹ and L⁻ᵀ applied to fixed-size columns
+// by substitution: Eigen's LLT solves dispatch fixed sizes to its blocked dynamic kernels, which
+// cost more than the arithmetic here. 1/L(j, j) kept: multiplications in the chains.
+template <int N>
+struct SmallCholesky {
+  Eigen::Matrix<double, N, N> L;
+  Eigen::Matrix<double, N, 1> inverse_diagonal;
+
+  explicit SmallCholesky(const Eigen::Matrix<double, N, N>& D) {
+    for (int j = 0; j < N; ++j) {
+      double d = D(j, j);
+      for (int k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
+      L(j, j) = std::sqrt(d);
+      inverse_diagonal(j) = 1.0 / L(j, j);
+      for (int i = j + 1; i < N; ++i) {
+        double sum = D(i, j);
+        for (int k = 0; k < j; ++k) sum -= L(i, k) * L(j, k);
+        L(i, j) = sum * inverse_diagonal(j);
+      }
+    }
+  }
+  template <int C>
+  void solveLower(Eigen::Matrix<double, N, C>& X) const {  // X ← L⁻¹ X
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < i; ++k) X.row(i) -= L(i, k) * X.row(k);
+      X.row(i) *= inverse_diagonal(i);
+    }
+  }
+  template <int C>
+  void solveUpper(Eigen::Matrix<double, N, C>& X) const {  // X ← L⁻ᵀ X
+    for (int i = N - 1; i >= 0; --i) {
+      for (int k = i + 1; k < N; ++k) X.row(i) -= L(k, i) * X.row(k);
+      X.row(i) *= inverse_diagonal(i);
+    }
+  }
+};
+
 // Hinge step (docs/RICCATI.md, "Hinge"): from the child's output relation a = S_c b_c + e_c at
 // p, the joint b_c = b_p + Ŝ q̈ + κ and its equation Ŝᵀ Πᵀ a = τ − d v − k (q − q₀) − A q̈, the
 // parent-side relation a = S b_p + e at the same point. With K = Πᵀ S:
@@ -129,21 +166,27 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   if constexpr (NV == 1)
     epsilon(0) -= model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]);
   epsilon.noalias() -= S_hat.transpose() * pairing(e);
+  // K −= Vᵀ D⁻¹ V as Wᵀ W with W = L⁻¹ V, D = L Lᵀ (D > 0: no massless bodies): symmetric bit
+  // for bit (each entry the same sum in the same order), with no extra product
   Eigen::Matrix<double, NV, 6> G;
   VectorNV nu;
   if constexpr (NV == 1) {
     const double D_inv = 1.0 / D(0, 0);
     G = D_inv * V;
     nu = D_inv * epsilon;
+    const Vector6 w = std::sqrt(D_inv) * V.transpose();
+    K.noalias() -= w * w.transpose();
   } else {
-    const Eigen::LLT<MatrixNV> llt(D);  // D is SPD (the joint's articulated inertia)
-    G = llt.solve(V);
-    nu = llt.solve(epsilon);
+    const SmallCholesky<NV> cholesky(D);  // D is SPD (the joint's articulated inertia)
+    Eigen::Matrix<double, NV, 6> W = V;
+    cholesky.solveLower(W);
+    G = W;
+    cholesky.solveUpper(G);
+    nu = epsilon;
+    cholesky.solveLower(nu);
+    cholesky.solveUpper(nu);
+    K.noalias() -= W.transpose() * W;
   }
-  // K −= Vᵀ D⁻¹ V, written symmetric
-  Matrix6 update;
-  update.noalias() = V.transpose() * G;
-  K -= 0.5 * (update + update.transpose());
   e += unpairing(V.transpose() * nu);
   data.G_W.template middleCols<NV>(iv) = G.transpose();
   data.nu.template segment<NV>(iv) = nu;
@@ -211,16 +254,16 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
   // (A4)–(A5), (B4): root to tips. The world is at rest (gravity acts as a force on each body),
   // so a root joint's q̈ is ν; every other joint reads its parent's (r̈, Ω̇) at its point by the
   // geometric equation from the parent's own point, b_λ = Φ b_O + β. Each body's (r̈, Ω̇) at its
-  // origin stays in A_W until the last loop turns it into the spatial acceleration: point to
-  // point, the accelerations never pass through W's origin, whose lever arms would cost digits
-  // on a long chain far from it.
+  // origin is kept in f_W for its children, and its spatial acceleration written to A_W beside
+  // it: point to point, the accelerations passed on never go through W's origin, whose lever
+  // arms would cost digits on a long chain far from it.
   for (int i = 1; i < model.nbodies; ++i) {
     const int parent = model.parent[i];
     const int iv = model.idx_v[i];
     const Vector3& p = data.X_WB[i].translation;
     Vector6 b_parent = Vector6::Zero();
     if (parent > 0) {
-      const Vector6& b_O = data.A_W[parent];
+      const Vector6& b_O = data.f_W[parent];
       const Vector3 r = p - data.X_WB[parent].translation;
       const Vector3 omega = data.V_W[parent].head<3>();
       b_parent.head<3>() = b_O.head<3>() + b_O.tail<3>().cross(r) + omega.cross(omega.cross(r));
@@ -231,14 +274,13 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       auto qdd = data.qdd.segment<NV>(iv);
       qdd = data.nu.segment<NV>(iv);
       qdd.noalias() -= data.G_W.middleCols<NV>(iv).transpose() * b_parent;
-      Vector6& b = data.A_W[i];
-      b = b_parent + data.f_W[i];
+      Vector6& b = data.f_W[i];  // κ, spent here: (r̈, Ω̇) at the origin from now on
+      b += b_parent;
       b.noalias() += subspaceAtPoint<NV>(data, iv, p) * qdd;
+      data.A_W[i] = spatialAcceleration(data.V_W[i], b, p);
     });
   }
   data.A_W[0].setZero();
-  for (int i = 1; i < model.nbodies; ++i)
-    data.A_W[i] = spatialAcceleration(data.V_W[i], data.A_W[i], data.X_WB[i].translation);
   return data.qdd;
 }
 
