@@ -84,10 +84,6 @@ void Server::start() {
   Impl& s = *impl_;
   std::lock_guard lock(s.mutex);
   if (s.running) return;
-  if (!s.config.model_directory.empty()) {
-    // The loaders look up bundled names there first (model_loader.h).
-    ::setenv("HILSIM_MODEL_PATH", s.config.model_directory.c_str(), 1);
-  }
   checkTcpPortFree(s.config.bind_address, s.config.grpc_port);
   if (s.config.metrics_enabled) checkTcpPortFree(s.config.bind_address, s.config.metrics_port);
   s.registry = std::make_unique<SessionRegistry>(s.config);

@@ -567,12 +567,11 @@ void Parser::parseLimits(const Item& item) {
 }
 
 // Whether `name` is a model the server can load: a bundled name, or, with models.directory, a
-// <name>.yaml, .yml or .urdf file there (the same rule as bundledModelPath).
+// <name>.yaml, .yml or .urdf file there (the registry offers both).
 bool Parser::modelExists(const std::string& name) const {
-  if (config_.model_directory.empty()) {
-    const std::vector<std::string> names = bundledModelNames();
-    return std::find(names.begin(), names.end(), name) != names.end();
-  }
+  const std::vector<std::string> names = bundledModelNames();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return true;
+  if (config_.model_directory.empty()) return false;
   // a plain file stem, never a path
   if (name.empty() || name[0] == '.') return false;
   for (const char c : name) {
@@ -591,7 +590,8 @@ bool Parser::modelExists(const std::string& name) const {
 
 std::vector<std::string> Parser::knownModels() const {
   if (config_.model_directory.empty()) return bundledModelNames();
-  std::set<std::string> names;
+  const std::vector<std::string> bundled = bundledModelNames();
+  std::set<std::string> names(bundled.begin(), bundled.end());
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(config_.model_directory, ec)) {
     const std::string extension = entry.path().extension().string();

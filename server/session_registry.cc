@@ -1,5 +1,7 @@
 #include "server/session_registry.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <random>
 #include <system_error>
@@ -68,27 +70,60 @@ std::string clipped(std::string message) {
   return message + "…";
 }
 
+
+// The model files of models.directory, by name (the file's stem): <name>.yaml, .yml or .urdf,
+// the first of those extensions where one name has several (model_loader.h's order).
+std::map<std::string, std::string> directoryModels(const std::string& directory) {
+  std::map<std::string, std::string> files;
+  if (directory.empty()) return files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(directory, ec)) {
+    const fs::path& path = entry.path();
+    if (!entry.is_regular_file(ec)) continue;
+    const std::string extension = path.extension().string();
+    const int rank = extension == ".yaml" ? 0 : extension == ".yml" ? 1 : extension == ".urdf" ? 2 : -1;
+    if (rank < 0) continue;
+    auto [it, inserted] = files.emplace(path.stem().string(), path.string());
+    if (!inserted) {
+      const std::string held = fs::path(it->second).extension().string();
+      const int held_rank = held == ".yaml" ? 0 : held == ".yml" ? 1 : 2;
+      if (rank < held_rank) it->second = path.string();
+    }
+  }
+  return files;
+}
+
 }  // namespace
 
 SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* events)
     : config_(config), events_(events), next_udp_port_(config.udp_port_first) {
+  // the bundled models and the files of models.directory; a file there of a bundled name
+  // replaces the bundled model
+  std::map<std::string, std::string> sources;  // name → what loadModel reads
+  for (const std::string& name : bundledModelNames()) sources[name] = name;
+  for (auto& [name, path] : directoryModels(config.model_directory)) sources[name] = path;
   std::vector<std::string> names = bundledModelNames();
+  for (const auto& [name, source] : sources) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
   const std::string preferred = config.default_model.empty() ? defaultModelName()
                                                              : config.default_model;
   if (auto it = std::find(names.begin(), names.end(), preferred); it != names.end()) {
     std::rotate(names.begin(), it, it + 1);
   }
   for (const std::string& name : names) {
+    const std::string& source = sources[name];
     try {
       // the limits of a request: a model listed is a model CreateSession accepts
-      auto model = std::make_shared<const Model>(hilsim::loadModel(name, modelLimits(config)));
+      auto model = std::make_shared<const Model>(hilsim::loadModel(source, modelLimits(config)));
       v1::BundledModel* entry = bundled_.add_models();
       entry->set_name(name);
       entry->set_is_default(name == preferred);
       *entry->mutable_info() = describeModel(*model, name);
       bundled_models_.emplace(name, std::move(model));
     } catch (const std::exception& e) {
-      spdlog::warn("bundled model '{}' does not load and is not offered: {}", name, e.what());
+      spdlog::warn("model '{}' does not load and is not offered: {}", name, e.what());
+      unloadable_models_.emplace(name, e.what());
     }
   }
   const std::string default_path = bundledModelPath(preferred);
@@ -114,15 +149,29 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
     switch (source.source_case()) {
       case v1::ModelSource::kBundledName: {
         const std::string& requested = source.bundled_name();
-        const auto bundled = bundled_models_.find(requested);
-        if (bundled == bundled_models_.end()) {
-          return {grpc::StatusCode::NOT_FOUND,
-                  clipped("unknown bundled model '" + requested.substr(0, kMaxNameBytes) +
-                          "' (bundled: " + listNames(bundled_) + ")")};
+        if (const auto broken = unloadable_models_.find(requested);
+            broken != unloadable_models_.end()) {
+          return invalid(clipped("model '" + requested + "' does not load: " + broken->second));
         }
-        *model = bundled->second;
-        *name = requested;
-        return grpc::Status::OK;
+        if (const auto bundled = bundled_models_.find(requested); bundled != bundled_models_.end()) {
+          *model = bundled->second;
+          *name = requested;
+          return grpc::Status::OK;
+        }
+        // a file put in models.directory after start-up: loaded now, for this session
+        // (create() holds the load lock for it, as for a model text)
+        if (const std::string path = directoryModelPath(requested); !path.empty()) {
+          *model = std::make_shared<const Model>(hilsim::loadModel(path, modelLimits(config_)));
+          *name = requested;
+          return grpc::Status::OK;
+        }
+        return {grpc::StatusCode::NOT_FOUND,
+                clipped("unknown model '" + requested.substr(0, kMaxNameBytes) + "' (known: " +
+                        listNames(bundled_) +
+                        (config_.model_directory.empty()
+                             ? std::string(")")
+                             : "; or a <name>.urdf, .yaml or .yml file in " +
+                                   config_.model_directory + ")"))};
       }
       case v1::ModelSource::kUrdf: {
         if (source.urdf().size() > config_.max_model_text_bytes) {
@@ -154,6 +203,19 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
     return invalid(clipped(e.what()));
   }
   return invalid("model: unknown source");
+}
+
+std::string SessionRegistry::directoryModelPath(const std::string& name) const {
+  if (config_.model_directory.empty() || name.empty() || name[0] == '.') return {};
+  for (const char c : name) {  // a plain file stem, never a path
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return {};
+  }
+  for (const char* extension : {".yaml", ".yml", ".urdf"}) {
+    const fs::path candidate = fs::path(config_.model_directory) / (name + extension);
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  }
+  return {};
 }
 
 std::unique_ptr<UdpEndpoint> SessionRegistry::openUdp(ServerSession& session,
@@ -196,8 +258,13 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   std::shared_ptr<const Model> model;
   std::string model_name;
   if (!request.has_model()) return invalid("model: no source (set bundled_name, urdf or yaml)");
-  if (request.model().source_case() == v1::ModelSource::kBundledName) {
-    // loaded at start-up: nothing to wait for
+  const v1::ModelSource& source = request.model();
+  const bool preloaded = source.source_case() == v1::ModelSource::kBundledName &&
+                         (bundled_models_.count(source.bundled_name()) > 0 ||
+                          unloadable_models_.count(source.bundled_name()) > 0 ||
+                          directoryModelPath(source.bundled_name()).empty());
+  if (preloaded) {
+    // loaded (or refused) at start-up, or unknown: nothing to wait for
     if (grpc::Status status = loadModel(request.model(), &model, &model_name); !status.ok()) {
       return status;
     }
@@ -232,6 +299,14 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
                                                &effective);
       !error.empty()) {
     return invalid(error);
+  }
+  // names are unique among the open sessions: the CLI and the start-up sessions address by name
+  for (const auto& [other_id, other] : sessions_) {
+    if (other.session->name() == effective.name()) {
+      return {grpc::StatusCode::ALREADY_EXISTS,
+              "config.name: session " + std::to_string(other_id) + " is named '" +
+                  effective.name() + "'; names are unique among the open sessions"};
+    }
   }
   const v1::ModelInfo info = describeModel(*model, model_name);
   Entry entry;

@@ -37,8 +37,10 @@ class SessionRegistry {
 
   /// Loads the model, resolves the configuration, builds the session and opens its UDP port.
   /// `udp_port` 0: the next free port of the configured range. Status codes as CreateSession.
-  /// A full server answers before any model is loaded; a bundled model is the one loaded at
-  /// start-up, shared by its sessions; a model text waits at most kTextLoadWait for another's.
+  /// A full server answers before any model is loaded; a bundled model (or one of
+  /// models.directory) is the one loaded at start-up, shared by its sessions; a model text, or a
+  /// file added to models.directory since, is loaded for the request, after waiting at most
+  /// kTextLoadWait for another load.
   grpc::Status create(const v1::CreateSessionRequest& request, v1::CreateSessionResponse* response,
                       std::uint16_t udp_port = 0);
   /// The session, or null when no such session exists (never created, or closed).
@@ -51,7 +53,7 @@ class SessionRegistry {
   /// Closes every session, logging each one's final statistics.
   void closeAll();
 
-  /// The bundled models, the default first.
+  /// The models offered: the bundled ones and those of models.directory, the default first.
   const v1::ListModelsResponse& bundledModels() const { return bundled_; }
   /// Holds back the load of every model text until released, as a load in progress does (tests
   /// of the bound on waiting).
@@ -71,6 +73,8 @@ class SessionRegistry {
                          std::string* name) const;
   grpc::Status checkSessionLimit() const;  ///< RESOURCE_EXHAUSTED when full; with mutex_ held
   std::unique_ptr<UdpEndpoint> openUdp(ServerSession& session, std::uint16_t requested_port);
+  // <models.directory>/<name>.yaml, .yml or .urdf where one exists, else empty
+  std::string directoryModelPath(const std::string& name) const;
   void logFinalStats(ServerSession& session);
 
   const ServerConfig& config_;
@@ -78,6 +82,7 @@ class SessionRegistry {
   v1::ListModelsResponse bundled_;
   // loaded once, at start-up: a Model is immutable, and sessions share it read-only
   std::map<std::string, std::shared_ptr<const Model>> bundled_models_;
+  std::map<std::string, std::string> unloadable_models_;  // name → why it does not load
   std::string model_directory_;
   // Model texts load one at a time, so that concurrent requests do not multiply their memory
   // (~130 MB for 512 KiB of YAML). No measurement bounds how long a text built to be slow takes

@@ -271,7 +271,8 @@ Command addProbeCommand(CLI::App& app, const std::string& solver_help) {
 struct SessionArgs {
   ServerOptions server = serverOptionsFromEnvironment();
   CreateOptions create;
-  std::string create_rate, id;
+  std::string create_rate, id, step_tau;
+  std::uint32_t steps = 1;
 };
 
 // hilsim session create
@@ -279,7 +280,14 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
                                 const std::string& solver_help) {
   CreateOptions& create = args->create;
   CLI::App* command = session.add_subcommand("create", "Create a session");
-  command->add_option("-m,--model", create.model, "Bundled model name")->required();
+  command->add_option("-m,--model", create.model,
+                      "A model the server has (bundled or in its models.directory), or a "
+                      ".urdf, .yaml or .yml file here, sent to it")
+      ->required();
+  command->add_option("-n,--name", create.name,
+                      "Session name, for the other session commands (default: session-<id>)");
+  command->add_flag("--floating-base", create.floating_base,
+                    "A URDF file's root link on a free joint");
   command->add_option("--mode", create.mode, "realtime, lockstep or free")
       ->capture_default_str();
   command->add_option("-r,--rate", args->create_rate,
@@ -311,11 +319,11 @@ Command addSessionIdCommand(CLI::App& session, const std::shared_ptr<SessionArgs
       : action == "close" ? "Stop and remove a session; print its final statistics"
                           : "Send " + action + " to a session";
   CLI::App* command = session.add_subcommand(action, help);
-  command->add_option("ID", args->id, "Session id")->required();
+  command->add_option("SESSION", args->id, "Session id or name")->required();
   addServerOptions(command, args->server);
   return {command, [args, action](std::ostream& out) {
             const ServerOptions server = withImpliedTls(args->server);
-            const std::uint64_t id = parseSessionId(args->id);
+            const std::uint64_t id = resolveSession(server, args->id);
             if (action == "get") sessionGet(server, id, out);
             else if (action == "stats") sessionStats(server, id, out);
             else sessionAction(server, action, id, out);
@@ -326,13 +334,28 @@ Command addSessionIdCommand(CLI::App& session, const std::shared_ptr<SessionArgs
 Command addSessionCommand(CLI::App& app, const std::string& solver_help) {
   auto args = std::make_shared<SessionArgs>();
   CLI::App* session = app.add_subcommand(
-      "session", "Manage a server's sessions: create, start, pause, stop, reset, close, list, "
-                 "get, stats");
+      "session", "Manage a server's sessions: create, start, pause, stop, reset, close, step, "
+                 "list, get, stats");
   session->require_subcommand(1);
   std::vector<Command> commands = {addSessionCreateCommand(*session, args, solver_help)};
   for (const char* action : {"start", "pause", "stop", "reset", "close", "get", "stats"}) {
     commands.push_back(addSessionIdCommand(*session, args, action));
   }
+  CLI::App* step = session->add_subcommand(
+      "step", "Advance a lockstep session by N control cycles and print its state");
+  step->add_option("SESSION", args->id, "Session id or name")->required();
+  step->add_option("N", args->steps, "Control cycles, 1 to the server's limits.max_step_cycles")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  step->add_option("--tau", args->step_tau,
+                   "Joint forces for those cycles: nv comma-separated values [N·m, N] "
+                   "(default: zeros)");
+  addServerOptions(step, args->server);
+  commands.push_back({step, [args](std::ostream& out) {
+                        const ServerOptions server = withImpliedTls(args->server);
+                        sessionStep(server, resolveSession(server, args->id), args->steps,
+                                    args->step_tau, out);
+                      }});
   CLI::App* list = session->add_subcommand("list", "List the server's sessions");
   addServerOptions(list, args->server);
   commands.push_back({list, [args](std::ostream& out) {
@@ -360,7 +383,7 @@ void runLatencyCommand(const LatencyArgs& args, std::ostream& out) {
   options.json = server.json;
   options.rate = numberOption(args.rate, "--rate");
   options.duration = numberOption(args.duration, "--duration");
-  if (!args.session.empty()) options.session_id = parseSessionId(args.session);
+  if (!args.session.empty()) options.session_id = resolveSession(server, args.session);
   if (args.same_host) options.same_host = true;
   if (args.other_host) options.same_host = false;
   latencyCommand(options, out);
@@ -387,7 +410,7 @@ Command addLatencyCommand(CLI::App& app) {
   latency->add_option("--mode", options.mode, "realtime or lockstep")
       ->capture_default_str();
   latency->add_option("--session", args->session,
-                      "Use this running session instead of creating one");
+                      "Use this running session (id or name) instead of creating one");
   latency->add_option("--udp-token", options.udp_token_hex,
                       "The session's UDP token in hex (with --session over UDP)");
   latency->add_option("--csv", options.csv, "Write one row per command to this file");

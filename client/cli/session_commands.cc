@@ -1,11 +1,17 @@
 #include "client/cli/session_commands.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include <google/protobuf/util/json_util.h>
 
+#include "client/cli/commands.h"
 #include "client/cli/errors.h"
 #include "client/cli/latency.h"
 #include "client/cli/text.h"
@@ -92,6 +98,71 @@ std::uint64_t parseSessionId(const std::string& text) {
     throw CliError("session id must be a number >= 1, got '" + text + "'", kExitUsage);
   }
   return value;
+}
+
+bool isSessionId(const std::string& text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::uint64_t resolveSession(const ServerOptions& server, const std::string& text) {
+  if (text.empty()) throw CliError("a session id or name is required", kExitUsage);
+  if (isSessionId(text)) return parseSessionId(text);
+  client::SimulationClient simulation(server.server, server.client);
+  const v1::ListSessionsResponse response = simulation.listSessions();
+  std::vector<std::uint64_t> matches;
+  std::string known;
+  for (const v1::SessionInfo& s : response.sessions()) {
+    if (s.name() == text) matches.push_back(s.session_id());
+    known += (known.empty() ? "" : ", ") + s.name() + " (" + std::to_string(s.session_id()) + ")";
+  }
+  if (matches.size() == 1) return matches.front();
+  if (matches.empty()) {
+    throw CliError("no session named '" + text + "' on " + server.server +
+                   (known.empty() ? " (it has no sessions)" : " (sessions: " + known + ")"));
+  }
+  std::string ids;
+  for (const std::uint64_t id : matches) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  throw CliError(std::to_string(matches.size()) + " sessions are named '" + text + "' (ids " +
+                 ids + "): give the id");
+}
+
+v1::ModelSource modelSourceFor(const std::string& model, bool floating_base) {
+  v1::ModelSource source;
+  const auto ends_with = [&](std::string_view suffix) {
+    return model.size() >= suffix.size() &&
+           model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const bool urdf = ends_with(".urdf");
+  const bool yaml = ends_with(".yaml") || ends_with(".yml");
+  if (!urdf && !yaml && model.find('/') == std::string::npos) {
+    if (floating_base) {
+      throw CliError("--floating-base applies to a URDF file (a bundled model has its own base)",
+                     kExitUsage);
+    }
+    source.set_bundled_name(model);
+    return source;
+  }
+  if (!urdf && !yaml) {
+    throw CliError("--model " + model + ": a model file ends in .urdf, .yaml or .yml", kExitUsage);
+  }
+  if (floating_base && !urdf) {
+    throw CliError("--floating-base applies to a URDF file (a YAML model states its joints)",
+                   kExitUsage);
+  }
+  std::ifstream file(model, std::ios::binary);
+  if (!file) throw CliError("cannot read " + model + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file.good() && !file.eof()) throw CliError("cannot read " + model);
+  if (urdf) {
+    source.set_urdf(text.str());
+    source.set_floating_base(floating_base);
+  } else {
+    source.set_yaml(text.str());
+  }
+  source.set_source_name(model);
+  return source;
 }
 
 v1::SessionMode parseSessionModeOrThrow(const std::string& name) {
@@ -232,8 +303,15 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
 void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ostream& out) {
   if (o.model.empty()) throw CliError("--model is required", kExitUsage);
   v1::CreateSessionRequest request;
-  request.mutable_model()->set_bundled_name(o.model);
+  *request.mutable_model() = modelSourceFor(o.model, o.floating_base);
   v1::SessionConfig& c = *request.mutable_config();
+  if (!o.name.empty()) {
+    if (isSessionId(o.name)) {
+      throw CliError("--name: '" + o.name + "' would read as a session id; use a name with a letter",
+                     kExitUsage);
+    }
+    c.set_name(o.name);
+  }
   c.set_mode(parseSessionModeOrThrow(o.mode));
   if (o.rate != 0.0) {
     if (!(o.rate >= 100.0 && o.rate <= 10000.0)) {
@@ -293,7 +371,7 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
     return;
   }
   const v1::SessionInfo& info = response.session();
-  out << "session    " << id << "\n";
+  out << "session    " << id << " (" << info.name() << ")\n";
   out << "model      " << sessionSummary(info) << "\n";
   out << "state      " << sessionStateName(info.state()) << "\n";
   out << "udp port   " << info.udp_port() << "\n";
@@ -326,6 +404,28 @@ void sessionAction(const ServerOptions& server, const std::string& action, std::
     out << "session " << id << ": " << sessionStateName(info.state()) << " ("
         << sessionSummary(info) << ", cycle " << info.latest_state().cycle() << ")\n";
   }
+}
+
+void sessionStep(const ServerOptions& server, std::uint64_t id, std::uint32_t steps,
+                 const std::string& tau, std::ostream& out) {
+  client::SimulationClient simulation(server.server, server.client);
+  const int nv = simulation.getSession(id).model().nv();
+  // zeros without --tau: an empty tau would be a sync, which does not advance
+  const Eigen::VectorXd forces =
+      tau.empty() ? Eigen::VectorXd::Zero(nv) : parseVectorOption(tau, nv, "--tau");
+  v1::Command command;
+  command.set_session_id(id);
+  command.set_steps(steps);
+  for (const double value : forces) command.add_tau(value);
+  const v1::State state = simulation.step(command);
+  if (server.json) {
+    out << messageToJson(state);
+    return;
+  }
+  out << "session " << id << ": cycle " << state.cycle() << ", t " << format("%.6g", state.time())
+      << " s\n";
+  out << "  q " << list(state.q()) << "\n";
+  out << "  v " << list(state.v()) << "\n";
 }
 
 void sessionList(const ServerOptions& server, std::ostream& out) {

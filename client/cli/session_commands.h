@@ -24,7 +24,11 @@ struct ServerOptions {
 
 /// hilsim session create.
 struct CreateOptions {
-  std::string model;                ///< bundled model name (required)
+  /// A model the server offers (bundled, or a file of its models.directory) by name, or a path to
+  /// a .urdf, .yaml or .yml file here, whose text is sent (required)
+  std::string model;
+  bool floating_base = false;       ///< a URDF file's root on a free joint
+  std::string name;                 ///< the session's name; empty: the server's ("session-<id>")
   std::string mode = "realtime";    ///< realtime, lockstep or free
   double rate = 0.0;                ///< control rate [Hz]; 0: the server's default
   int substeps = 0;                 ///< physics steps per cycle; 0: the server's default
@@ -36,6 +40,18 @@ struct CreateOptions {
 
 /// Parses a session id (a decimal number ≥ 1); CliError with exit code 2 otherwise.
 std::uint64_t parseSessionId(const std::string& text);
+
+/// Whether `text` names a session by id (digits) rather than by name.
+bool isSessionId(const std::string& text);
+
+/// The id of the session `text` names: an id as such, or the one session of that name on the
+/// server (CliError when none or several have it, listing the sessions).
+std::uint64_t resolveSession(const ServerOptions& server, const std::string& text);
+
+/// The ModelSource for --model: a path (it contains '/' or ends in .urdf, .yaml or .yml) is read
+/// here and sent as text, named by the path in the server's errors; anything else is a name the
+/// server looks up. CliError when the file cannot be read.
+v1::ModelSource modelSourceFor(const std::string& model, bool floating_base);
 
 /// "realtime", "lockstep", "free" ↔ SessionMode; CliError (exit code 2) for another name.
 v1::SessionMode parseSessionModeOrThrow(const std::string& name);
@@ -54,6 +70,10 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& options, st
 /// final statistics).
 void sessionAction(const ServerOptions& server, const std::string& action, std::uint64_t id,
                    std::ostream& out);
+/// LOCKSTEP: advances session `id` by `steps` control cycles with joint forces `tau` (nv
+/// comma-separated values [N·m, N]; empty: zeros) and prints the State after them.
+void sessionStep(const ServerOptions& server, std::uint64_t id, std::uint32_t steps,
+                 const std::string& tau, std::ostream& out);
 /// One line per session: id, name, model, mode, rate, state, UDP port, controller stream.
 void sessionList(const ServerOptions& server, std::ostream& out);
 /// Configuration, model layout, state and newest State of session `id`.

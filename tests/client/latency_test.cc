@@ -206,7 +206,73 @@ TEST_F(LatencyTest, AttachesToAnExistingSessionAndPrintsJson) {
   EXPECT_NE(closed.str().find("closed; final statistics"), std::string::npos) << closed.str();
   EXPECT_EQ(run({"session", "get", id, "--server", target}, gone, gone_err), kExitFailure);
   EXPECT_EQ(gone_err.str().rfind("hilsim: error: GetSession: NOT_FOUND", 0), 0u) << gone_err.str();
-  EXPECT_EQ(run({"session", "get", "abc", "--server", target}, gone, gone_err), kExitUsage);
+  // a word is a name: no session has it
+  std::ostringstream unnamed_err;
+  EXPECT_EQ(run({"session", "get", "abc", "--server", target}, gone, unnamed_err), kExitFailure);
+  EXPECT_NE(unnamed_err.str().find("no session named 'abc'"), std::string::npos)
+      << unnamed_err.str();
+}
+
+// A model file of the user's sent as text, a session named and addressed by its name, stepped in
+// lockstep; a second session of that name, a file that cannot be read and one that does not load
+// are one-line errors (the last with the file's line).
+TEST_F(LatencyTest, ASessionFromAModelFileIsAddressedByItsName) {
+  const std::string target = server_->grpcTarget();
+  const std::string file = std::string(HILSIM_MODEL_DIR) + "/ur5.urdf";
+  std::ostringstream created, err;
+  ASSERT_EQ(run({"session", "create", "--server", target, "--model", file, "--name", "arm",
+                 "--mode", "lockstep", "--start"},
+                created, err),
+            0)
+      << err.str();
+  EXPECT_NE(created.str().find("(arm)"), std::string::npos) << created.str();
+  EXPECT_NE(created.str().find("model      ur5, lockstep"), std::string::npos) << created.str();
+  std::ostringstream stepped;
+  ASSERT_EQ(run({"session", "step", "arm", "10", "--server", target}, stepped, err), 0) << err.str();
+  EXPECT_NE(stepped.str().find("cycle 10, t 0.01 s"), std::string::npos) << stepped.str();
+  ASSERT_EQ(run({"session", "step", "arm", "5", "--tau", "1,0,0,0,0,0", "--server", target},
+                stepped, err),
+            0)
+      << err.str();
+  EXPECT_NE(stepped.str().find("cycle 15"), std::string::npos) << stepped.str();
+  std::ostringstream stats;
+  ASSERT_EQ(run({"session", "stats", "arm", "--server", target}, stats, err), 0) << err.str();
+  EXPECT_NE(stats.str().find("compute time"), std::string::npos) << stats.str();
+
+  namespace fs = std::filesystem;
+  const fs::path bad = fs::temp_directory_path() / ("hilsim_bad_" + std::to_string(::getpid()) + ".urdf");
+  {
+    std::ofstream out(bad);
+    out << "<robot name=\"x\">\n<link name=\"a\"/>\n<joint name=\"j\" type=\"fixed\">\n"
+           "<parent link=\"a\"/><child link=\"b\"/></joint></robot>\n";
+  }
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"session", "create", "--server", target, "--model", "pendulum", "--name", "arm"},
+       kExitFailure, "ALREADY_EXISTS: config.name: session"},
+      {{"session", "create", "--server", target, "--model", "./no/such.urdf"}, kExitFailure,
+       "cannot read ./no/such.urdf"},
+      {{"session", "create", "--server", target, "--model", bad.string()}, kExitFailure,
+       bad.string() + ":3:"},
+      {{"session", "create", "--server", target, "--model", "pendulum", "--name", "42"},
+       kExitUsage, "--name"},
+      {{"session", "step", "arm", "2", "--tau", "1,2", "--server", target}, kExitUsage,
+       "--tau: expected 6"},
+  };
+  for (const Case& c : cases) {
+    std::ostringstream out, case_err;
+    EXPECT_EQ(run(c.args, out, case_err), c.code) << case_err.str();
+    const std::string message = case_err.str();
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  }
+  fs::remove(bad);
+  std::ostringstream closed;
+  ASSERT_EQ(run({"session", "close", "arm", "--server", target}, closed, err), 0) << err.str();
 }
 
 TEST_F(LatencyTest, BadOptionsAndUnknownSessionsAreOneLineErrors) {

@@ -567,15 +567,16 @@ TEST_F(ServerConfigTest, LogAndModelMistakesAreErrors) {
   expectError("sessions: [{name: \"\"}]\n", "sessions[0].name", "empty");
   expectError("models: {directory: no-such-dir}\n", "models.directory", "not a directory");
 
-  // with a directory, the names are its files' stems
+  // with a directory, the names are its files' stems beside the bundled ones
   const fs::path models = dir_ / "models";
   fs::create_directories(models);
-  fs::copy_file(std::string(HILSIM_MODEL_DIR) + "/pendulum.yaml", models / "pendulum.yaml");
-  EXPECT_EQ(errorOf("models: {directory: models, default: pendulum}\n"), "");
-  expectError("models: {directory: models, default: iiwa14}\n", "models.default",
-              "known: pendulum");
-  // a session without a model needs the default to exist there
-  expectError("models: {directory: models}\nsessions: [{name: a}]\n", "sessions[0]", "iiwa14");
+  fs::copy_file(std::string(HILSIM_MODEL_DIR) + "/pendulum.yaml", models / "mybot.yaml");
+  EXPECT_EQ(errorOf("models: {directory: models, default: mybot}\n"), "");
+  EXPECT_EQ(errorOf("models: {directory: models, default: iiwa14}\n"), "");
+  EXPECT_EQ(errorOf("models: {directory: models}\nsessions: [{name: a, model: mybot}]\n"), "");
+  expectError("models: {directory: models, default: mybot2}\n", "models.default",
+              "known: anymal_b");
+  expectError("models: {directory: models, default: mybot2}\n", "models.default", "mybot,");
 }
 
 TEST_F(ServerConfigTest, ErrorsGiveTheLine) {

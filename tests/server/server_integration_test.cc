@@ -14,6 +14,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <thread>
 
 #include "client/simulation_client.h"
@@ -698,6 +701,75 @@ TEST_F(ServerTest, BundledModelsAreLoadedOnceAndShared) {
               sessions.find(c.session_id()));
   EXPECT_EQ(&sessions.find(a.session_id())->model(), &sessions.find(b.session_id())->model());
   EXPECT_NE(&sessions.find(a.session_id())->model(), &sessions.find(c.session_id())->model());
+}
+
+// models.directory: its files are offered by name beside the bundled models (one of a bundled
+// name replaces it), a file that does not load is refused with the loader's message (file and
+// line), and a file put there after start-up loads when a session asks for it.
+TEST_F(ServerTest, TheModelDirectorysFilesAreOfferedByName) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("hilsim_models_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(bundledModelPath("ur5"), dir / "mybot.urdf");
+  fs::copy_file(bundledModelPath("double_pendulum"), dir / "pendulum.yaml");  // replaces it
+  {
+    std::ofstream broken(dir / "broken.urdf");
+    broken << "<robot name=\"broken\">\n<link name=\"a\"/>\n<joint name=\"j\" type=\"fixed\">"
+              "<parent link=\"a\"/><child link=\"nowhere\"/></joint></robot>\n";
+  }
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.model_directory = dir.string();
+  startServer(config);
+
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(stub_->ListModels(context().get(), {}, &models).ok());
+  std::map<std::string, std::uint32_t> offered;  // name → nv
+  for (const v1::BundledModel& m : models.models()) offered[m.name()] = m.info().nv();
+  EXPECT_EQ(models.models(0).name(), defaultModelName());
+  EXPECT_EQ(offered.count("iiwa14"), 1u);  // the bundled ones stay
+  EXPECT_EQ(offered["mybot"], 6u);
+  EXPECT_EQ(offered["pendulum"], 2u);  // the directory's file, not the bundled pendulum (nv 1)
+  EXPECT_EQ(offered.count("broken"), 0u);
+
+  EXPECT_EQ(createBundled("mybot", v1::SESSION_MODE_LOCKSTEP).model().nv(), 6u);
+  v1::CreateSessionResponse response;
+  grpc::Status status = create(bundledRequest("broken"), &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("model 'broken' does not load: " +
+                                        (dir / "broken.urdf").string() + ":3:"),
+            std::string::npos)
+      << status.error_message();
+  status = create(bundledRequest("later"), &response);
+  EXPECT_EQ(status.error_code(), StatusCode::NOT_FOUND);
+  EXPECT_NE(status.error_message().find("mybot"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find(dir.string()), std::string::npos) << status.error_message();
+  fs::copy_file(bundledModelPath("pendulum"), dir / "later.yaml");
+  EXPECT_EQ(createBundled("later", v1::SESSION_MODE_LOCKSTEP).model().nv(), 1u);
+  fs::remove_all(dir);
+}
+
+// Session names are unique among the open sessions: the CLI and start-up sessions address
+// sessions by name. A closed session's name is free again.
+TEST_F(ServerTest, ASessionNameIsUniqueAmongTheOpenSessions) {
+  v1::CreateSessionRequest request = bundledRequest("pendulum");
+  request.mutable_config()->set_name("arm");
+  v1::CreateSessionResponse first, second;
+  ASSERT_TRUE(create(request, &first).ok());
+  EXPECT_EQ(first.session().name(), "arm");
+  const grpc::Status status = create(request, &second);
+  EXPECT_EQ(status.error_code(), StatusCode::ALREADY_EXISTS);
+  EXPECT_NE(status.error_message().find("session " + std::to_string(first.session().session_id()) +
+                                        " is named 'arm'"),
+            std::string::npos)
+      << status.error_message();
+  v1::SessionRequest close;
+  close.set_session_id(first.session().session_id());
+  v1::CloseSessionResponse closed;
+  ASSERT_TRUE(stub_->CloseSession(context().get(), close, &closed).ok());
+  EXPECT_TRUE(create(request, &second).ok());
 }
 
 // A full server refuses CreateSession before it loads a model: neither a bundled name nor a model
