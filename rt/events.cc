@@ -70,7 +70,8 @@ std::string describeEvent(const Event& e, const std::string& source) {
   return head + "unknown event";
 }
 
-EventLogger::EventLogger(Nanoseconds poll_interval) : poll_interval_(poll_interval) {
+EventLogger::EventLogger(Nanoseconds poll_interval, Nanoseconds miss_summary_interval)
+    : poll_interval_(poll_interval), miss_summary_interval_(miss_summary_interval) {
   thread_ = std::thread([this] {
     while (!stop_.load(std::memory_order_acquire)) {
       sleepUntil(monotonicNow() + poll_interval_);
@@ -93,6 +94,9 @@ void EventLogger::attach(std::shared_ptr<EventQueue> queue, std::string source) 
 void EventLogger::detach(const EventQueue* queue) {
   std::lock_guard lock(mutex_);
   drainLocked();
+  for (Source& source : sources_) {
+    if (source.queue.get() == queue) flushMisses(source, monotonicNow());
+  }
   sources_.erase(std::remove_if(sources_.begin(), sources_.end(),
                                 [queue](const Source& s) { return s.queue.get() == queue; }),
                  sources_.end());
@@ -106,18 +110,54 @@ std::size_t EventLogger::drain() {
 std::size_t EventLogger::drainLocked() {
   std::size_t logged = 0;
   Event event;
+  const Nanoseconds now = monotonicNow();
   for (Source& source : sources_) {
     while (source.queue->pop(event)) {
+      ++logged;
+      if (event.kind == EventKind::kDeadlineMiss) {
+        logDeadlineMiss(source, event, now);
+        continue;
+      }
       const std::string line = describeEvent(event, source.name);
-      const bool serious = event.kind == EventKind::kFault ||
-                           event.kind == EventKind::kWatchdogTripped ||
-                           event.kind == EventKind::kDeadlineMiss;
+      const bool serious =
+          event.kind == EventKind::kFault || event.kind == EventKind::kWatchdogTripped;
       if (serious) spdlog::warn("{}", line);
       else spdlog::info("{}", line);
-      ++logged;
+    }
+    if (source.reports > 0 && now - source.last_miss_line >= miss_summary_interval_) {
+      flushMisses(source, now);
     }
   }
   return logged;
+}
+
+void EventLogger::logDeadlineMiss(Source& source, const Event& event, Nanoseconds now) {
+  // the first miss after a quiet interval is logged as it comes; while misses go on, they are
+  // summed into the interval's line
+  if (source.reports == 0 &&
+      (source.last_miss_line == 0 || now - source.last_miss_line >= miss_summary_interval_)) {
+    spdlog::warn("{} (further misses: one line every {:g} s)", describeEvent(event, source.name),
+                 static_cast<double>(miss_summary_interval_) * 1e-9);
+    source.last_miss_line = now;
+    return;
+  }
+  ++source.reports;
+  source.misses += static_cast<std::uint64_t>(std::max<std::int64_t>(event.extra, 1));
+  source.skipped += event.x;
+  source.worst_lateness = std::max(source.worst_lateness, event.value);
+}
+
+void EventLogger::flushMisses(Source& source, Nanoseconds now) {
+  if (source.reports == 0) return;
+  spdlog::warn("{}: {} deadline misses in the last {:.0f} s, worst {:.1f} µs late, {:.0f} "
+               "skipped cycles (every miss is counted in the session's statistics)",
+               source.name, source.misses,
+               static_cast<double>(now - source.last_miss_line) * 1e-9,
+               static_cast<double>(source.worst_lateness) * 1e-3, source.skipped);
+  source.reports = source.misses = 0;
+  source.skipped = 0.0;
+  source.worst_lateness = 0;
+  source.last_miss_line = now;
 }
 
 EventLogger& EventLogger::global() {

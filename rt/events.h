@@ -72,10 +72,17 @@ class EventQueue {
 std::string describeEvent(const Event& event, const std::string& source);
 
 /// Drains registered event queues on its own thread every `poll_interval` and logs each event
-/// through spdlog (faults and trips as warnings, the rest as info).
+/// through spdlog (faults and trips as warnings, the rest as info). Deadline misses are logged
+/// as they come only once per `miss_summary_interval` and source; the reports in between are
+/// summed into one line at the end of the interval (misses, skipped cycles, the worst lateness):
+/// a machine that misses often gets a line a minute, not one a second. The session's counters
+/// and histograms keep every miss.
 class EventLogger {
  public:
-  explicit EventLogger(Nanoseconds poll_interval = 5'000'000);
+  static constexpr Nanoseconds kMissSummaryInterval = 60 * kNanosecondsPerSecond;
+
+  explicit EventLogger(Nanoseconds poll_interval = 5'000'000,
+                       Nanoseconds miss_summary_interval = kMissSummaryInterval);
   ~EventLogger();  ///< drains what is left, then joins
   EventLogger(const EventLogger&) = delete;
   EventLogger& operator=(const EventLogger&) = delete;
@@ -94,11 +101,19 @@ class EventLogger {
   struct Source {
     std::shared_ptr<EventQueue> queue;
     std::string name;
+    // deadline misses since the last line about them
+    Nanoseconds last_miss_line = 0;  // when that line was logged (0: never)
+    std::uint64_t reports = 0, misses = 0;
+    double skipped = 0.0;
+    std::int64_t worst_lateness = 0;  // [ns]
   };
   std::size_t drainLocked();
+  void logDeadlineMiss(Source& source, const Event& event, Nanoseconds now);
+  // the summary line of `source`'s held misses, if any, and the interval restarts
+  void flushMisses(Source& source, Nanoseconds now);
   std::mutex mutex_;  // guards sources_; taken only by non-RT threads
   std::vector<Source> sources_;
-  Nanoseconds poll_interval_;
+  Nanoseconds poll_interval_, miss_summary_interval_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
