@@ -64,6 +64,7 @@ std::string describeEvent(const Event& e, const std::string& source) {
       f.index = e.extra;
       f.value = e.x;
       f.cycle = e.cycle;
+      f.time = e.sim_time;  // the clock GetStats and Fault report
       return head + "fault: " + describeFault(f);
     }
   }

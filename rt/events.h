@@ -53,6 +53,7 @@ struct Event {
   std::int64_t value = 0;
   std::int64_t extra = 0;
   double x = 0.0;
+  double sim_time = 0.0;  ///< the session's simulation time at the event [s]
 };
 
 /// Single producer (the RT thread), single consumer (the EventLogger).

@@ -572,6 +572,7 @@ void Session::emit(EventKind kind, std::int64_t value, std::int64_t extra, doubl
   event.value = value;
   event.extra = extra;
   event.x = x;
+  event.sim_time = simulator_.time();
   events_->push(event);  // a full queue drops and counts
 }
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "engine/io/model_loader.h"
@@ -71,6 +72,12 @@ TEST(EventLogger, SessionEventsReachTheLogFromTheLoggerThread) {
   EXPECT_TRUE(log.contains("warning events cycle")) << "logged as warnings";
   EXPECT_TRUE(log.contains("watchdog tripped after 20 cycles without a command, policy fault"));
   EXPECT_TRUE(log.contains("fault: watchdog: no command for 20 consecutive cycles"));
+  // the fault's time in the log is the one the session reports (one clock)
+  const FaultInfo fault = s.stats().fault_info;
+  EXPECT_GT(fault.time, 0.0);
+  char at[64];
+  std::snprintf(at, sizeof at, "t = %.6f s)", fault.time);
+  EXPECT_TRUE(log.contains(at)) << at;
   EXPECT_EQ(s.stats().events_dropped, 0u);
 }
 
