@@ -204,4 +204,33 @@ class StateStream {
   grpc::Status status_;
 };
 
+/// Closes a session on every way out of a scope (errors included) unless release()d: for tools
+/// that create a session, so that none outlives them. A failing close is ignored: the error that
+/// ended the scope, if any, is the one to report.
+class SessionCloser {
+ public:
+  SessionCloser(SimulationClient& client, std::uint64_t session_id)
+      : client_(client), id_(session_id) {}
+  ~SessionCloser() {
+    if (id_ == 0) return;
+    try {
+      client_.closeSession(id_);
+    } catch (const std::exception&) {
+    }
+  }
+  SessionCloser(const SessionCloser&) = delete;
+  SessionCloser& operator=(const SessionCloser&) = delete;
+
+  /// Closes it now and returns its final statistics; the destructor then does nothing.
+  v1::CloseSessionResponse close() {
+    const std::uint64_t id = id_;
+    id_ = 0;
+    return client_.closeSession(id);
+  }
+
+ private:
+  SimulationClient& client_;
+  std::uint64_t id_;
+};
+
 }  // namespace hilsim::client

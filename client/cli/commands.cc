@@ -565,8 +565,16 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
     sim.step(tau);
     stepping += Clock::now() - t0;
     if (!sim.q().allFinite() || !sim.v().allFinite()) {
+      std::string kept;
+      if (output) {
+        // the finite rows so far (where the motion went wrong), not an empty file
+        output->write(buffer);
+        output->close();
+        kept = "; the " + std::to_string(summary.rows_written) + " rows before it are in " +
+               options.output;
+      }
       throw CliError("simulation diverged at step " + std::to_string(k + 1) + " (t = " +
-                     general(sim.time()) + " s): non-finite state; try a smaller --dt");
+                     general(sim.time()) + " s): non-finite state; try a smaller --dt" + kept);
     }
     if (output) appendState();
   }

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 
 #include "client/cli/text.h"
@@ -126,6 +127,15 @@ void OutputFile::close() {
   file_ = nullptr;
   if (!flushed) throw CliError("cannot write '" + path_ + "': " + reason);
   if (!closed) throw CliError("cannot write '" + path_ + "': " + errnoText());
+}
+
+void checkWritable(const std::string& path) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  std::FILE* file = std::fopen(path.c_str(), "ab");  // appends nothing: the file stays as it is
+  if (file == nullptr) throw CliError("cannot open '" + path + "' for writing: " + errnoText());
+  std::fclose(file);
+  if (!existed) std::filesystem::remove(path, ec);
 }
 
 void appendCsvRow(std::string& out, const double* values, int count) {

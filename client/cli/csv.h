@@ -42,6 +42,10 @@ class OutputFile {
   std::FILE* file_ = nullptr;
 };
 
+/// Throws CliError (exit code 1) when `path` cannot be opened for writing; leaves an existing
+/// file as it is and creates none. For checks before a long run whose output goes there.
+void checkWritable(const std::string& path);
+
 /// Appends one CSV line (values separated by commas, '\n' at the end) to `out`.
 void appendCsvRow(std::string& out, const double* values, int count);
 

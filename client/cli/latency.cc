@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "client/cli/csv.h"
+#include "client/interrupt.h"
 #include "client/cli/errors.h"
 #include "client/cli/session_commands.h"
 #include "client/cli/text.h"
@@ -213,26 +215,6 @@ class HoldPosture {
   Eigen::VectorXd q0_, q_, v_, acceleration_;
 };
 
-/// Closes a session this run created, whatever happens.
-class SessionCloser {
- public:
-  SessionCloser(client::SimulationClient& client, std::uint64_t id) : client_(client), id_(id) {}
-  ~SessionCloser() {
-    if (id_ == 0) return;
-    try {
-      client_.closeSession(id_);
-    } catch (const std::exception&) {
-      // the run's own error, if any, is the one to report
-    }
-  }
-  SessionCloser(const SessionCloser&) = delete;
-  SessionCloser& operator=(const SessionCloser&) = delete;
-
- private:
-  client::SimulationClient& client_;
-  std::uint64_t id_;
-};
-
 std::string hostName() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return {};
@@ -309,7 +291,7 @@ std::string tokenHex(const std::string& bytes) {
   return hex;
 }
 
-client::LatencyReport runLatency(const LatencyOptions& o) {
+client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
   checkOptions(o);
   client::SimulationClient simulation(o.server, o.client);
 
@@ -333,7 +315,7 @@ client::LatencyReport runLatency(const LatencyOptions& o) {
     id = created = response.session().session_id();
     token = response.udp_token();
   }
-  SessionCloser closer(simulation, created);
+  client::SessionCloser closer(simulation, created);
   if (created != 0) info = simulation.startSession(id);
   else info = simulation.getSession(id);
   if (info.state() != v1::SESSION_STATE_RUNNING) {
@@ -375,11 +357,11 @@ client::LatencyReport runLatency(const LatencyOptions& o) {
   v1::State latest, state;
   Nanoseconds when = 0;
   bool bound = false;
-  for (int attempt = 0; attempt < 10 && !bound; ++attempt) {
+  for (int attempt = 0; attempt < 10 && !bound && !client::InterruptGuard::requested(); ++attempt) {
     link->sync();
     bound = link->receive(latest, when, monotonicNow() + 200 * kMillisecond);
   }
-  if (!bound) {
+  if (!bound && !client::InterruptGuard::requested()) {
     throw CliError("session " + std::to_string(id) + " sent no State over " + o.transport +
                    " within 2 s" + (o.transport == "udp" ? " (is UDP port " +
                    std::to_string(info.udp_port()) + " of " + host + " reachable?)" : ""));
@@ -400,7 +382,8 @@ client::LatencyReport runLatency(const LatencyOptions& o) {
   law.start(latest);
 
   std::vector<double> tau;
-  for (std::uint64_t k = 0; k < planned; ++k) {
+  const Nanoseconds loop_start = monotonicNow();
+  for (std::uint64_t k = 0; k < planned && bound && !client::InterruptGuard::requested(); ++k) {
     if (monotonicNow() > next + period) {  // this thread was late: keep the schedule's phase
       const auto behind = std::min<Nanoseconds>((monotonicNow() - next) / period,
                                                  static_cast<Nanoseconds>(planned - k));
@@ -424,6 +407,7 @@ client::LatencyReport runLatency(const LatencyOptions& o) {
       if (state.cycle() >= latest.cycle()) latest = state;
     }
   }
+  if (elapsed_s != nullptr) *elapsed_s = static_cast<double>(monotonicNow() - loop_start) * 1e-9;
   // The last answers: up to half a second, or 20 periods when that is longer.
   const Nanoseconds drain_until = monotonicNow() + std::max(500 * kMillisecond, 20 * period);
   while (recorder.unanswered() > 0 && link->receive(state, when, drain_until)) {
@@ -439,7 +423,12 @@ client::LatencyReport runLatency(const LatencyOptions& o) {
 }
 
 void latencyCommand(const LatencyOptions& options, std::ostream& out) {
-  const client::LatencyReport report = runLatency(options);
+  // before the run, not after it: a report is not lost to a mistyped path
+  if (!options.csv.empty()) checkWritable(options.csv);
+  if (!options.svg.empty()) checkWritable(options.svg);
+  const client::InterruptGuard interrupts;
+  double elapsed_s = 0.0;
+  const client::LatencyReport report = runLatency(options, &elapsed_s);
   if (!options.csv.empty()) {
     std::ostringstream text;
     client::writeLatencyCsv(report, text);
@@ -456,6 +445,14 @@ void latencyCommand(const LatencyOptions& options, std::ostream& out) {
   }
   if (options.json) client::writeLatencyJson(report, out);
   else client::writeLatencyText(report, out);
+  if (client::InterruptGuard::requested()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "interrupted by %s after %.1f s of the %g s planned; the "
+                  "report covers the %zu commands sent",
+                  client::InterruptGuard::signalName(), elapsed_s, options.duration,
+                  report.commands.size());
+    throw CliError(line, client::InterruptGuard::exitCode());
+  }
 }
 
 }  // namespace hilsim::cli

@@ -36,10 +36,15 @@ struct LatencyOptions {
 
 /// Runs the controller loop and returns the report (server statistics included). Throws CliError
 /// on bad options (exit code 2) and on a server that cannot be reached or does not answer, and
-/// client::RpcError when a call fails.
-client::LatencyReport runLatency(const LatencyOptions& options);
+/// client::RpcError when a call fails. With a client::InterruptGuard alive, a SIGINT or SIGTERM
+/// ends the loop early: the report covers the commands sent until then, and `elapsed_s` (when
+/// given) says how long the loop ran [s]. A session the run created is closed in every case.
+client::LatencyReport runLatency(const LatencyOptions& options, double* elapsed_s = nullptr);
 
-/// runLatency, then writes the CSV and SVG files and prints the text report (or JSON) to `out`.
+/// Checks that the CSV and SVG files can be written, runs runLatency under an InterruptGuard,
+/// then writes the files and prints the text report (or JSON) to `out`. Interrupted, it does
+/// the same with what was measured and then throws CliError with the exit code of the signal
+/// (130 for SIGINT, 143 for SIGTERM).
 void latencyCommand(const LatencyOptions& options, std::ostream& out);
 
 /// The host part of a gRPC target: "h" for "h:port", "::1" for "[::1]:port".

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "client/interrupt.h"
 #include "client/latency_report.h"
 #include "client/simulation_client.h"
 #include "client/udp_controller.h"
@@ -30,6 +31,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using hilsim::client::InterruptGuard;
 using hilsim::client::SimulationClient;
 using hilsim::client::UdpController;
 using hilsim::examples::asSpan;
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
       std::printf("%s\n", hilsim::examples::exampleUsage("delta_pick_place").c_str());
       return 0;
     }
+    // Ctrl-C or kill: the loop stops, the session is closed and the run reported
+    const hilsim::client::InterruptGuard interrupts;
     hilsim::client::ClientOptions client_options;
     client_options.access_token = options.token;
     SimulationClient client(options.server, client_options);
@@ -60,6 +64,7 @@ int main(int argc, char** argv) {
     config.set_name("delta-example");
     const v1::CreateSessionResponse created = client.createSession("delta", config);
     const std::uint64_t id = created.session().session_id();
+    hilsim::client::SessionCloser closer(client, id);  // on every way out, errors included
     client.startSession(id);
     std::printf("session %llu: delta, realtime 1 kHz, UDP port %u\n",
                 static_cast<unsigned long long>(id), created.session().udp_port());
@@ -72,14 +77,14 @@ int main(int argc, char** argv) {
                       created.udp_token());
     v1::State state;
     udp.sync();
-    while (!udp.receive(state, 100ms)) udp.sync();
+    while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();
 
     const auto cycles = static_cast<std::uint64_t>(options.duration * 1000.0);
     const std::uint64_t first_cycle = state.cycle();
     std::uint64_t last_print = first_cycle;
     double worst = 0.0;
     int silent = 0;
-    while (state.cycle() < first_cycle + cycles) {
+    while (state.cycle() < first_cycle + cycles && !InterruptGuard::requested()) {
       if (state.state() != v1::SESSION_STATE_RUNNING)
         throw std::runtime_error("the session is " + v1::SessionState_Name(state.state()));
       const double t = state.time() + 1e-3;  // the torques act during the next cycle
@@ -102,11 +107,14 @@ int main(int argc, char** argv) {
       }
     }
 
-    const v1::CloseSessionResponse closed = client.closeSession(id);
+    const v1::CloseSessionResponse closed = closer.close();
+    if (InterruptGuard::requested()) {
+      std::printf("\ninterrupted by %s at t = %.3f s\n", InterruptGuard::signalName(), state.time());
+    }
     std::printf("\nworst tracking error after 1 s: %.2f mm\n", 1e3 * worst);
     std::cout << "server statistics:\n";
     hilsim::client::writeServerStatsSummary(closed.final_stats(), std::cout);
-    return 0;
+    return InterruptGuard::exitCode();  // 0, or 130 / 143 after Ctrl-C / kill
   } catch (const std::exception& e) {
     std::fprintf(stderr, "delta_pick_place: %s\n", e.what());
     return 1;

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "client/interrupt.h"
 #include "client/latency_report.h"
 #include "client/simulation_client.h"
 #include "client/udp_controller.h"
@@ -30,6 +31,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using hilsim::client::InterruptGuard;
 using hilsim::client::SimulationClient;
 using hilsim::client::UdpController;
 using hilsim::examples::asSpan;
@@ -45,6 +47,8 @@ int main(int argc, char** argv) {
       std::printf("%s\n", hilsim::examples::exampleUsage("pd_controller").c_str());
       return 0;
     }
+    // Ctrl-C or kill: the loop stops, the session is closed and the run reported
+    const hilsim::client::InterruptGuard interrupts;
     hilsim::client::ClientOptions client_options;
     client_options.access_token = options.token;
     SimulationClient client(options.server, client_options);
@@ -57,6 +61,7 @@ int main(int argc, char** argv) {
     config.set_name("pd-example");
     const v1::CreateSessionResponse created = client.createSession("iiwa14", config);
     const std::uint64_t id = created.session().session_id();
+    hilsim::client::SessionCloser closer(client, id);  // on every way out, errors included
     client.startSession(id);
     std::printf("session %llu: iiwa14, realtime 1 kHz, UDP port %u\n",
                 static_cast<unsigned long long>(id), created.session().udp_port());
@@ -73,7 +78,7 @@ int main(int argc, char** argv) {
                       created.udp_token());
     v1::State state;
     udp.sync();
-    while (!udp.receive(state, 100ms)) udp.sync();  // ask again until the server answers
+    while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();  // ask again until the server answers
 
     // 4. Answer every State with torques until the duration has passed.
     const auto cycles = static_cast<std::uint64_t>(options.duration * 1000.0);
@@ -82,7 +87,7 @@ int main(int argc, char** argv) {
     const std::uint64_t first_cycle = state.cycle();
     std::uint64_t last_print = first_cycle;
     int silent = 0;
-    while (state.cycle() < first_cycle + cycles) {
+    while (state.cycle() < first_cycle + cycles && !InterruptGuard::requested()) {
       if (state.state() != v1::SESSION_STATE_RUNNING) {
         throw std::runtime_error("the session is " + v1::SessionState_Name(state.state()));
       }
@@ -103,13 +108,16 @@ int main(int argc, char** argv) {
     }
 
     // 5. Close the session; its final statistics tell how the run went on the server.
-    const v1::CloseSessionResponse closed = client.closeSession(id);
+    const v1::CloseSessionResponse closed = closer.close();
+    if (InterruptGuard::requested()) {
+      std::printf("\ninterrupted by %s at t = %.3f s\n", InterruptGuard::signalName(), state.time());
+    }
     std::printf("\nfinal joint error %.2e rad; controller sent %llu datagrams, %llu timeouts\n",
                 law.maxError(asSpan(state.q())), static_cast<unsigned long long>(udp.stats().sent),
                 static_cast<unsigned long long>(udp.stats().timeouts));
     std::cout << "server statistics:\n";
     hilsim::client::writeServerStatsSummary(closed.final_stats(), std::cout);
-    return 0;
+    return InterruptGuard::exitCode();  // 0, or 130 / 143 after Ctrl-C / kill
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pd_controller: %s\n", e.what());
     return 1;

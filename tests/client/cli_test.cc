@@ -839,6 +839,35 @@ TEST_F(CliTest, SimulateDefaultsToTheBundledArm) {
   EXPECT_EQ(r.out.find("trajectory"), std::string::npos);
 }
 
+TEST_F(CliTest, ADivergedSimulationKeepsItsFiniteRowsAndSaysSo) {
+  // a stiff spring under explicit Euler at a large step: |q| grows by ~k dt² / m = 10⁸ a step,
+  // non-finite within a few dozen steps
+  writeFile(path("stiff.yaml"), R"(version: 1
+name: stiff
+gravity: [0, 0, 0]
+bodies:
+  - name: slider
+    parent: world
+    joint: {type: prismatic, name: x, axis: [1, 0, 0], stiffness: 1.0e10}
+    inertia: {mass: 1.0, com: [0, 0, 0], inertia: [1.0, 1.0, 1.0, 0, 0, 0]}
+)");
+  const fs::path out = path("diverged.csv");
+  const RunResult r = runInProcess({"simulate", "--model", path("stiff.yaml").string(),
+                                    "--integrator", "euler", "--dt", "0.1", "--duration", "100",
+                                    "--q0", "0.1", "--output", out.string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("simulation diverged at step"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" rows before it are in " + out.string()), std::string::npos) << r.err;
+  const Csv traj = readCsv(out);
+  ASSERT_GT(traj.rows.size(), 2u);
+  EXPECT_LT(traj.rows.size(), 1000u);
+  EXPECT_EQ(traj.rows.front()[1], 0.1);
+  for (const auto& row : traj.rows) {  // q and v (the energy, k q² / 2, may overflow first)
+    EXPECT_TRUE(std::isfinite(row[1]));
+    EXPECT_TRUE(std::isfinite(row[2]));
+  }
+}
+
 TEST_F(CliTest, SimulateFloatingBaseFallsFreely) {
   // zero torques, no contact: the quadruped's centre of mass falls with g; the trajectory has
   // nq + nv + 2 columns and quaternion columns stay unit

@@ -1,20 +1,27 @@
 // The measurements and reports of `hilsim latency` without any network: exact percentiles of
 // known samples, matching States to commands (lockstep and realtime rules, loss, superseded
 // commands, another controller's States), downlink gaps, drift, the CSV columns, and an SVG that
-// is well-formed and carries its axis labels and summary numbers.
+// is well-formed, carries its axis labels and summary numbers, keeps its plots inside axes that
+// end on round ticks, and draws nothing over its text.
 #include "client/latency_report.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "client/latency_report_format.h"
 
 namespace hilsim::client {
 namespace {
@@ -296,6 +303,348 @@ TEST(LatencyReport, SvgIsWellFormedAndLabelled) {
   ASSERT_TRUE(report.round_trip.p99 > 100'000);  // e^(2.33·0.4) · 80 µs ≈ 203 µs
   EXPECT_NE(svg.find(p50), std::string::npos) << p50;
   EXPECT_NE(svg.find(p99), std::string::npos) << p99;
+}
+
+// --- the SVG's geometry -----------------------------------------------------------------------
+
+/// One element of our own SVG output: its attributes and, for <text>, its content unescaped.
+struct SvgElement {
+  std::map<std::string, std::string> attributes;
+  std::string content;
+
+  double number(const std::string& name) const {
+    const auto it = attributes.find(name);
+    EXPECT_NE(it, attributes.end()) << "no attribute " << name;
+    return it == attributes.end() ? 0.0 : std::stod(it->second);
+  }
+  std::string attribute(const std::string& name) const {
+    const auto it = attributes.find(name);
+    return it == attributes.end() ? std::string() : it->second;
+  }
+};
+
+std::string unescapeXml(const std::string& text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    bool replaced = false;
+    for (const auto& [entity, character] :
+         {std::pair{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}}) {
+      if (text.compare(at, std::char_traits<char>::length(entity), entity) == 0) {
+        out += character;
+        at += std::char_traits<char>::length(entity) - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += text[at];
+  }
+  return out;
+}
+
+/// Every <`name` …> element of `svg` in document order (our writer puts one space after the
+/// name and quotes every attribute value with ").
+std::vector<SvgElement> svgElements(const std::string& svg, const std::string& name) {
+  std::vector<SvgElement> elements;
+  const std::string opening = "<" + name + " ";
+  for (std::size_t at = svg.find(opening); at != std::string::npos;
+       at = svg.find(opening, at + 1)) {
+    const std::size_t end = svg.find('>', at);
+    SvgElement element;
+    std::size_t cursor = at + opening.size();
+    for (std::size_t equals = svg.find("=\"", cursor); equals < end;
+         equals = svg.find("=\"", cursor)) {
+      const std::size_t key_begin = svg.find_last_of(' ', equals) + 1;
+      const std::size_t value_end = svg.find('"', equals + 2);
+      element.attributes[svg.substr(key_begin, equals - key_begin)] =
+          unescapeXml(svg.substr(equals + 2, value_end - equals - 2));
+      cursor = value_end + 1;
+    }
+    if (name == "text") {
+      element.content = unescapeXml(svg.substr(end + 1, svg.find("</text>", end) - end - 1));
+    }
+    elements.push_back(element);
+  }
+  return elements;
+}
+
+/// The content of <g id="`id`"> (tick groups hold no nested groups).
+std::string svgGroup(const std::string& svg, const std::string& id) {
+  const std::size_t at = svg.find("<g id=\"" + id + "\"");
+  EXPECT_NE(at, std::string::npos) << "no group " << id;
+  if (at == std::string::npos) return {};
+  return svg.substr(at, svg.find("</g>", at) - at);
+}
+
+struct Box {
+  double left, top, right, bottom;  // SVG pixels, y grows downward
+};
+
+std::ostream& operator<<(std::ostream& out, const Box& b) {
+  return out << "[" << b.left << ", " << b.right << "] × [" << b.top << ", " << b.bottom << "]";
+}
+
+/// Whether the boxes share more than an edge.
+bool overlap(const Box& a, const Box& b) {
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+}
+
+bool inside(const Box& inner, const Box& outer) {
+  constexpr double kRounding = 1e-6;
+  return inner.left >= outer.left - kRounding && inner.right <= outer.right + kRounding &&
+         inner.top >= outer.top - kRounding && inner.bottom <= outer.bottom + kRounding;
+}
+
+Box rectBox(const SvgElement& rect) {
+  const double x = rect.number("x"), y = rect.number("y");
+  return {x, y, x + rect.number("width"), y + rect.number("height")};
+}
+
+/// An estimate of the box a <text> covers, with no font at hand: each code point 0.6 × the font
+/// size wide (sans-serif digits and letters take about 0.55), from one font size above the
+/// baseline (capitals, ascenders) to a quarter of it below (descenders); placed by text-anchor,
+/// then turned by a rotate(angle cx cy) transform.
+Box textBox(const SvgElement& text, double default_font_size) {
+  const std::string size = text.attribute("font-size");
+  const double font_size = size.empty() ? default_font_size : std::stod(size);
+  const auto code_points = std::count_if(text.content.begin(), text.content.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  });
+  const double width = static_cast<double>(code_points) * 0.6 * font_size;
+  const double x = text.number("x"), y = text.number("y");
+  const std::string anchor = text.attribute("text-anchor");
+  const double left = anchor == "middle" ? x - width / 2 : anchor == "end" ? x - width : x;
+  Box box{left, y - font_size, left + width, y + 0.25 * font_size};
+  const std::string transform = text.attribute("transform");
+  if (transform.empty()) return box;
+  double degrees = 0, cx = 0, cy = 0;
+  EXPECT_EQ(std::sscanf(transform.c_str(), "rotate(%lf %lf %lf)", &degrees, &cx, &cy), 3)
+      << transform;
+  const double angle = degrees * std::acos(-1.0) / 180, cos = std::cos(angle),
+               sin = std::sin(angle);
+  Box turned{1e300, 1e300, -1e300, -1e300};
+  for (const double px : {box.left, box.right}) {
+    for (const double py : {box.top, box.bottom}) {
+      const double tx = cx + (px - cx) * cos - (py - cy) * sin;
+      const double ty = cy + (px - cx) * sin + (py - cy) * cos;
+      turned = {std::min(turned.left, tx), std::min(turned.top, ty), std::max(turned.right, tx),
+                std::max(turned.bottom, ty)};
+    }
+  }
+  return turned;
+}
+
+/// Digits after the decimal point of a tick label.
+std::size_t decimals(const std::string& label) {
+  const std::size_t point = label.find('.');
+  return point == std::string::npos ? 0 : label.size() - point - 1;
+}
+
+/// The tick labels of one axis, by the id of its group.
+std::vector<std::string> tickLabelsOf(const std::string& svg, const std::string& axis) {
+  std::vector<std::string> labels;
+  for (const SvgElement& text : svgElements(svgGroup(svg, axis), "text")) {
+    labels.push_back(text.content);
+  }
+  return labels;
+}
+
+const char* const kTickGroups[] = {"histogram-count-ticks", "histogram-round-trip-ticks",
+                                   "time-series-round-trip-ticks", "time-series-time-ticks"};
+
+/// The SVG of `report`; written to $HILSIM_LATENCY_SVG_DIR/`name`.svg as well when that is set,
+/// to look at it in a browser.
+std::string latencySvg(const LatencyReport& report, const std::string& name) {
+  std::ostringstream out;
+  writeLatencySvg(report, out);
+  if (const char* directory = std::getenv("HILSIM_LATENCY_SVG_DIR")) {
+    std::ofstream(std::string(directory) + "/" + name + ".svg") << out.str();
+  }
+  return out.str();
+}
+
+/// What every latency SVG must keep to: (a) no histogram bar rises above the top tick of the
+/// count axis, (b) the bars lie inside the histogram's plot rectangle, (c) no bar or plot
+/// rectangle covers any text (nor does text cover text, or leave the page), and (d) the tick
+/// labels of each axis share one number of decimals.
+void expectReadableSvg(const std::string& svg) {
+  expectBalancedTags(svg);
+  const std::vector<SvgElement> root = svgElements(svg, "svg");
+  ASSERT_EQ(root.size(), 1u);
+  const Box page{0, 0, root[0].number("width"), root[0].number("height")};
+  const double font_size = root[0].number("font-size");
+
+  std::vector<Box> plots, bars;
+  for (const SvgElement& rect : svgElements(svg, "rect")) {
+    if (rect.attribute("class") == "plot-area") plots.push_back(rectBox(rect));
+    if (rect.attribute("class") == "bar") bars.push_back(rectBox(rect));
+  }
+  ASSERT_EQ(plots.size(), 2u);  // the histogram's first, then the time series'
+  ASSERT_FALSE(bars.empty());
+  const Box& histogram = plots[0];
+
+  // (a) the top tick line of the count axis (the smallest y) is at or above every bar's top
+  double top_tick_y = 1e300;
+  for (const SvgElement& tick : svgElements(svgGroup(svg, "histogram-count-ticks"), "line")) {
+    EXPECT_EQ(tick.number("y1"), tick.number("y2"));  // horizontal
+    top_tick_y = std::min(top_tick_y, tick.number("y1"));
+  }
+  EXPECT_NEAR(top_tick_y, histogram.top, 1e-9) << "the count axis ends on its top tick";
+  for (const Box& bar : bars) {
+    EXPECT_GE(bar.top, top_tick_y) << "bar " << bar << " rises above the top tick";
+    // (b)
+    EXPECT_TRUE(inside(bar, histogram)) << "bar " << bar << " leaves the plot " << histogram;
+  }
+  EXPECT_FALSE(overlap(plots[0], plots[1]));
+
+  // (c)
+  std::vector<std::pair<std::string, Box>> texts;
+  for (const SvgElement& text : svgElements(svg, "text")) {
+    texts.emplace_back(text.content, textBox(text, font_size));
+  }
+  ASSERT_GT(texts.size(), 10u);
+  for (const auto& [content, box] : texts) {
+    EXPECT_TRUE(inside(box, page)) << "\"" << content << "\" " << box << " leaves the page";
+    for (const Box& plot : plots) {
+      EXPECT_FALSE(overlap(plot, box)) << "plot " << plot << " covers \"" << content << "\"";
+    }
+    for (const Box& bar : bars) {
+      EXPECT_FALSE(overlap(bar, box)) << "bar " << bar << " covers \"" << content << "\"";
+    }
+  }
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    for (std::size_t j = i + 1; j < texts.size(); ++j) {
+      EXPECT_FALSE(overlap(texts[i].second, texts[j].second))
+          << "\"" << texts[i].first << "\" " << texts[i].second << " and \"" << texts[j].first
+          << "\" " << texts[j].second;
+    }
+  }
+
+  // (d)
+  for (const char* axis : kTickGroups) {
+    const std::vector<std::string> labels = tickLabelsOf(svg, axis);
+    ASSERT_GE(labels.size(), 2u) << axis;
+    for (const std::string& label : labels) {
+      EXPECT_EQ(decimals(label), decimals(labels.front()))
+          << axis << ": \"" << label << "\" beside \"" << labels.front() << "\"";
+    }
+  }
+}
+
+/// A report whose round trips are `round_trips_ns` (shuffled over the run, one command per
+/// millisecond; negative: lost).
+LatencyReport reportOf(std::vector<std::int64_t> round_trips_ns) {
+  std::shuffle(round_trips_ns.begin(), round_trips_ns.end(), std::mt19937(11));
+  LatencyRecorder recorder(Matching::kExact, true);
+  for (std::uint64_t k = 1; k <= round_trips_ns.size(); ++k) {
+    const std::int64_t sent = static_cast<std::int64_t>(k) * kMs;
+    const std::int64_t rt = round_trips_ns[k - 1];
+    recorder.commandSent(k, sent);
+    if (rt < 0) continue;
+    recorder.stateReceived(state(k, k, sent, sent + rt / 4, sent + rt / 2, k * 1e-3), sent + rt);
+  }
+  LatencyRunInfo info;
+  info.transport = "udp";
+  info.server = "127.0.0.1:50051";
+  info.model = "iiwa14";
+  info.mode = "lockstep";
+  info.session_rate_hz = 1000;
+  info.rate_hz = 1000;
+  info.same_host = true;
+  return buildReport(info, recorder);
+}
+
+/// `count` round trips spread evenly over [from, to] µs on a log scale.
+std::vector<std::int64_t> logSpread(double from_us, double to_us, int count) {
+  std::vector<std::int64_t> values;
+  for (int k = 0; k < count; ++k) {
+    values.push_back(static_cast<std::int64_t>(
+        1e3 * from_us * std::pow(to_us / from_us, static_cast<double>(k) / (count - 1))));
+  }
+  return values;
+}
+
+TEST(LatencySvgAxes, NiceCeilingIsTheSmallestOneTwoTwoAndAHalfOrFiveTimesAPowerOfTen) {
+  EXPECT_EQ(detail::niceCeiling(3850), 5000);
+  EXPECT_EQ(detail::niceCeiling(3000), 5000);
+  EXPECT_EQ(detail::niceCeiling(2500), 2500);
+  EXPECT_EQ(detail::niceCeiling(2501), 5000);
+  EXPECT_EQ(detail::niceCeiling(2000), 2000);
+  EXPECT_EQ(detail::niceCeiling(101), 200);
+  EXPECT_EQ(detail::niceCeiling(1000), 1000);
+  EXPECT_EQ(detail::niceCeiling(1), 1);
+  EXPECT_DOUBLE_EQ(detail::niceCeiling(0.7), 1);
+  EXPECT_DOUBLE_EQ(detail::niceCeiling(0.0013), 0.002);
+  EXPECT_DOUBLE_EQ(detail::niceCeiling(0.3), 0.5);
+  EXPECT_EQ(detail::niceCeiling(0), 1);  // no scale to take: a unit axis
+}
+
+TEST(LatencySvgAxes, CountTicksRunInEvenNiceStepsFromZeroToTheNiceCeiling) {
+  using Ticks = std::vector<double>;
+  EXPECT_EQ(detail::countTicks(3850, true), (Ticks{0, 1000, 2000, 3000, 4000, 5000}));
+  EXPECT_EQ(detail::countTicks(1200, true), (Ticks{0, 500, 1000, 1500, 2000}));
+  EXPECT_EQ(detail::countTicks(24, true), (Ticks{0, 5, 10, 15, 20, 25}));
+  EXPECT_EQ(detail::countTicks(100, true), (Ticks{0, 20, 40, 60, 80, 100}));
+  EXPECT_EQ(detail::countTicks(3, true), (Ticks{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(detail::countTicks(2, true), (Ticks{0, 1, 2}));  // no half commands
+  EXPECT_EQ(detail::countTicks(1, true), (Ticks{0, 1}));
+  const Ticks fractional = detail::countTicks(0.7, false);
+  ASSERT_EQ(fractional.size(), 6u);
+  for (std::size_t k = 0; k < fractional.size(); ++k) EXPECT_DOUBLE_EQ(fractional[k], 0.2 * k);
+}
+
+TEST(LatencySvgAxes, TickLabelsOfOneAxisShareTheirDecimals) {
+  using Labels = std::vector<std::string>;
+  EXPECT_EQ(detail::tickLabels(std::vector<double>{20, 50, 100, 200, 500}),
+            (Labels{"20", "50", "100", "200", "500"}));
+  EXPECT_EQ(detail::tickLabels(std::vector<double>{0.5, 1, 2, 5, 10}),
+            (Labels{"0.5", "1.0", "2.0", "5.0", "10.0"}));
+  EXPECT_EQ(detail::tickLabels(std::vector<double>{0, 0.25, 0.5, 0.75}),
+            (Labels{"0.00", "0.25", "0.50", "0.75"}));
+  // µs from ns, with the rounding that brings
+  EXPECT_EQ(detail::tickLabels(std::vector<double>{50'000 * 1e-3, 100'000 * 1e-3, 0.3 * 3}),
+            (Labels{"50.0", "100.0", "0.9"}));
+}
+
+TEST(LatencyReport, SvgHistogramStaysBelowItsTopTickAndClearOfText) {
+  // 3850 commands at 60 µs make the tallest bin (the rest spread over 100 … 1000 µs, a few dozen
+  // a bin); a count axis ending on the last tick below it (3000) let that bar run over the
+  // summary text.
+  std::vector<std::int64_t> round_trips(3850, 60'000);
+  const std::vector<std::int64_t> spread = logSpread(100, 999, 2000);
+  round_trips.insert(round_trips.end(), spread.begin(), spread.end());
+  const std::string svg = latencySvg(reportOf(round_trips), "tallest_bin_3850");
+  expectReadableSvg(svg);
+  EXPECT_EQ(tickLabelsOf(svg, "histogram-count-ticks"),
+            (std::vector<std::string>{"0", "1000", "2000", "3000", "4000", "5000"}));
+  EXPECT_EQ(tickLabelsOf(svg, "histogram-round-trip-ticks"),
+            (std::vector<std::string>{"50", "100", "200", "500", "1000"}));
+  EXPECT_EQ(tickLabelsOf(svg, "time-series-time-ticks"),
+            (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6"}));  // 5.849 s of commands
+}
+
+TEST(LatencyReport, SvgOfTypicalShortAndWideRunsIsReadable) {
+  {
+    SCOPED_TRACE("lognormal round trips around 80 µs");
+    const std::string svg = latencySvg(sampleReport(), "lognormal");
+    expectReadableSvg(svg);
+    // the issue's axis: "20.0", "50.0" beside "100", "200"
+    const std::vector<std::string> labels = tickLabelsOf(svg, "histogram-round-trip-ticks");
+    EXPECT_NE(std::find(labels.begin(), labels.end(), "50"), labels.end());
+    EXPECT_NE(std::find(labels.begin(), labels.end(), "100"), labels.end());
+  }
+  {
+    SCOPED_TRACE("sub-microsecond to 9 µs, few commands");
+    const std::string svg = latencySvg(reportOf(logSpread(0.6, 9, 40)), "fast_few");
+    expectReadableSvg(svg);
+    EXPECT_EQ(tickLabelsOf(svg, "histogram-round-trip-ticks"),
+              (std::vector<std::string>{"0.5", "1.0", "2.0", "5.0", "10.0"}));
+  }
+  {
+    SCOPED_TRACE("2 µs to 50 ms with lost commands");
+    std::vector<std::int64_t> round_trips = logSpread(2, 50'000, 3000);
+    round_trips.insert(round_trips.end(), 30, -1);
+    expectReadableSvg(latencySvg(reportOf(round_trips), "wide_lossy"));
+  }
 }
 
 TEST(LatencyReport, SvgWithoutAnswersSaysSo) {

@@ -9,14 +9,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/cli/app.h"
+#include "client/simulation_client.h"
 #include "server/server.h"
+#include "server/session_registry.h"
 #include "tests/support/loopback_server.h"
 
 namespace hilsim::cli {
@@ -273,6 +277,55 @@ TEST_F(LatencyTest, ASessionFromAModelFileIsAddressedByItsName) {
   fs::remove(bad);
   std::ostringstream closed;
   ASSERT_EQ(run({"session", "close", "arm", "--server", target}, closed, err), 0) << err.str();
+}
+
+// Ctrl-C on a run: the loop stops, the session it created is closed, the CSV and the report
+// cover what was measured, and the exit code is the shell's for SIGINT (130).
+TEST_F(LatencyTest, ASignalClosesTheSessionAndReportsWhatWasMeasured) {
+  namespace fs = std::filesystem;
+  const fs::path csv = fs::temp_directory_path() / ("hilsim_sigint_" + std::to_string(::getpid()) + ".csv");
+  std::ostringstream out, err;
+  int code = -1;
+  std::thread run_thread([&] {
+    code = run({"latency", "--server", server_->grpcTarget(), "--duration", "30", "--csv",
+                csv.string()},
+               out, err);
+  });
+  // the guard is in place once the run's session exists; then half a second of commands
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server_->sessions().list().empty() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(::getpid(), SIGINT);
+  run_thread.join();
+  EXPECT_EQ(code, 130) << err.str();
+  EXPECT_NE(err.str().find("interrupted by SIGINT after"), std::string::npos) << err.str();
+  EXPECT_NE(out.str().find("round trip"), std::string::npos) << out.str();
+  EXPECT_TRUE(server_->sessions().list().empty()) << "the run's session is closed";
+  std::ifstream file(csv);
+  std::string line;
+  int rows = -1;  // the header
+  while (std::getline(file, line)) ++rows;
+  EXPECT_GT(rows, 100) << "half a second at 1 kHz";
+  EXPECT_LT(rows, 10000) << "not the 30 s planned";
+  fs::remove(csv);
+}
+
+// An output file that cannot be written is found before the run, not after it: no session is
+// created, nothing is written.
+TEST_F(LatencyTest, AnUnwritableOutputFileIsRefusedBeforeTheRun) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run({"latency", "--server", server_->grpcTarget(), "--duration", "3", "--svg",
+                 "/nonexistent-dir/x.svg"},
+                out, err),
+            kExitFailure);
+  EXPECT_EQ(err.str(), "hilsim: error: cannot open '/nonexistent-dir/x.svg' for writing: No such "
+                       "file or directory\n");
+  EXPECT_TRUE(out.str().empty());
+  v1::CreateSessionResponse response =
+      client::SimulationClient(server_->grpcTarget()).createSession("pendulum", {});
+  EXPECT_EQ(response.session().session_id(), 1u) << "the run created no session";
 }
 
 TEST_F(LatencyTest, BadOptionsAndUnknownSessionsAreOneLineErrors) {
