@@ -313,7 +313,7 @@ void writeServerStatsSummary(const v1::SessionStats& s, std::ostream& out) {
   const v1::CommandStats& c = s.commands();
   out << "  commands received " << c.received() << ", applied " << c.applied() << ", superseded "
       << c.superseded() << ", dropped " << c.dropped() << ", rejected " << c.rejected()
-      << ", success rate " << format("%.3f", c.success_rate()) << "\n";
+      << ", success rate over the last 100 cycles " << format("%.3f", c.success_rate()) << "\n";
   out << "  watchdog trips " << s.watchdog().trips() << ", missed cycles "
       << s.watchdog().missed_cycles() << (s.watchdog().tripped() ? " (tripped now)" : "") << "\n";
   for (const auto& [name, transport] :

@@ -55,11 +55,11 @@ std::string dofValues(const Model& model, const Eigen::VectorXd& values, int i) 
   bool uniform = true;
   for (int k = 1; k < n; ++k) uniform = uniform && values[start + k] == values[start];
   if (n == 0) return "-";
-  if (uniform) return formatNumber(values[start]);
+  if (uniform) return readableNumber(values[start]);
   std::string out;
   for (int k = 0; k < n; ++k) {
     if (k > 0) out += "/";
-    out += formatNumber(values[start + k]);
+    out += readableNumber(values[start + k]);
   }
   return out;
 }
@@ -255,8 +255,8 @@ void writeTextLoops(const Model& model, std::ostream& out) {
   out << "forces    " << model.force_elements.size() << "\n";
   for (const SpringDamper& e : model.force_elements)
     out << "  " << e.name << ": spring_damper, " << closureBodies(model, e.body_a, e.body_b)
-        << ", k " << formatNumber(e.stiffness) << " N/m, c " << formatNumber(e.damping)
-        << " N s/m, rest length " << formatNumber(e.rest_length) << " m\n";
+        << ", k " << readableNumber(e.stiffness) << " N/m, c " << readableNumber(e.damping)
+        << " N s/m, rest length " << readableNumber(e.rest_length) << " m\n";
 }
 
 void writeTextInfo(const Model& model, const std::string& source, std::ostream& out) {
@@ -265,9 +265,9 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
   out << "nq        " << model.nq << "\n";
   out << "nv        " << model.nv << "\n";
   out << "nbodies   " << model.nbodies << " (world + " << model.nbodies - 1 << " moving)\n";
-  out << "mass      " << formatNumber(model.totalMass()) << " kg\n";
-  out << "gravity   " << formatNumber(model.gravity.x()) << " " << formatNumber(model.gravity.y())
-      << " " << formatNumber(model.gravity.z()) << " m/s^2\n";
+  out << "mass      " << readableNumber(model.totalMass()) << " kg\n";
+  out << "gravity   " << readableNumber(model.gravity.x()) << " " << readableNumber(model.gravity.y())
+      << " " << readableNumber(model.gravity.z()) << " m/s^2\n";
   out << "frames    " << model.frames.size() << "\n";
   out << "joints    " << model.nbodies - 1 << "  (q, v: index ranges start:end, end exclusive)\n";
 
@@ -279,7 +279,7 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
                      std::string(jointTypeName(model.joints[i].type)),
                      range(model.idx_q[i], model.nq_joint[i]),
                      range(model.idx_v[i], model.nv_joint[i]), model.body_names[i],
-                     model.body_names[model.parent[i]], formatNumber(model.inertias[i].mass),
+                     model.body_names[model.parent[i]], readableNumber(model.inertias[i].mass),
                      dofValues(model, model.damping, i), dofValues(model, model.armature, i),
                      dofValues(model, model.lower_limit, i), dofValues(model, model.upper_limit, i),
                      dofValues(model, model.velocity_limit, i),
@@ -309,7 +309,7 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
     const Eigen::VectorXd frequencies = naturalFrequencies(body);
     std::string hz;
     for (int k = 0; k < frequencies.size(); ++k)
-      hz += (k > 0 ? " " : "") + formatNumber(frequencies[k] / (2.0 * M_PI));
+      hz += (k > 0 ? " " : "") + readableNumber(frequencies[k] / (2.0 * M_PI));
     out << "  " << model.body_names[i] << ": " << model.nmodes[i] << " modes, q "
         << range(model.idxModesQ(i), model.nmodes[i]) << ", v "
         << range(model.idxModesV(i), model.nmodes[i]) << ", " << hz << " Hz, stiffening "

@@ -207,7 +207,7 @@ void writeSessionInfo(const v1::SessionInfo& info, std::ostream& out) {
       << m.nbodies() << " bodies, " << format("%.4g", m.total_mass()) << " kg)\n";
   out << "mode         " << sessionModeName(c.mode()) << " at " << formatNumber(c.control_rate_hz())
       << " Hz (period " << info.control_period_ns() << " ns), " << c.substeps()
-      << " substep(s), dt " << formatNumber(info.dt()) << " s\n";
+      << " substep(s), dt " << readableNumber(info.dt()) << " s\n";
   out << "dynamics     " << shortName(v1::Formulation_Name(c.formulation()), "FORMULATION_")
       << " + " << shortName(v1::Integrator_Name(c.integrator()), "INTEGRATOR_") << "\n";
   out << "watchdog     "
@@ -231,7 +231,7 @@ void writeSessionInfo(const v1::SessionInfo& info, std::ostream& out) {
   }
   out << "\n";
   const v1::State& s = info.latest_state();
-  out << "latest state cycle " << s.cycle() << ", t " << formatNumber(s.time()) << " s, command "
+  out << "latest state cycle " << s.cycle() << ", t " << readableNumber(s.time(), 9) << " s, command "
       << s.command_sequence() << (s.watchdog_tripped() ? ", watchdog tripped" : "") << "\n";
   out << "  q   " << list(s.q()) << "\n";
   out << "  v   " << list(s.v()) << "\n";
@@ -260,8 +260,9 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
   const v1::CommandStats& c = s.commands();
   out << "commands   received " << c.received() << ", applied " << c.applied() << ", superseded "
       << c.superseded() << ", dropped " << c.dropped() << ", rejected " << c.rejected()
-      << ", success rate " << format("%.3f", c.success_rate()) << ", age "
-      << (c.age_ns() < 0 ? std::string("n/a") : micros(static_cast<double>(c.age_ns())) + " µs")
+      << ", success rate over the last 100 cycles " << format("%.3f", c.success_rate())
+      << ", age of the newest "
+      << (c.age_ns() < 0 ? std::string("n/a") : readableDuration(static_cast<double>(c.age_ns())))
       << "\n";
   const v1::WatchdogStats& w = s.watchdog();
   out << "watchdog   trips " << w.trips() << ", missed cycles " << w.missed_cycles()

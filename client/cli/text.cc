@@ -48,6 +48,33 @@ std::string formatNumber(double value) {
   return out;
 }
 
+std::string readableNumber(double value, int significant) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*g", significant, value);
+  return buffer;
+}
+
+std::string readableDuration(double nanoseconds) {
+  const double magnitude = std::abs(nanoseconds);
+  const char* unit = "ns";
+  double scaled = nanoseconds;
+  if (magnitude >= 1e9) {
+    scaled *= 1e-9;
+    unit = "s";
+  } else if (magnitude >= 1e6) {
+    scaled *= 1e-6;
+    unit = "ms";
+  } else if (magnitude >= 1e3) {
+    scaled *= 1e-3;
+    unit = "µs";
+  }
+  // three significant digits, but never an exponent ("764 s", not "7.64e+02 s")
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f %s",
+                std::abs(scaled) >= 100.0 ? 0 : std::abs(scaled) >= 10.0 ? 1 : 2, scaled, unit);
+  return buffer;
+}
+
 std::string jsonString(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);

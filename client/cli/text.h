@@ -23,8 +23,17 @@ std::string_view trim(std::string_view text);
 /// std::nullopt if `text` is not exactly one number. "nan" and "inf" parse (check with isfinite).
 std::optional<double> parseNumber(std::string_view text);
 
-/// Shortest text that reads back to exactly `value` ("0.1", "1e-300", "nan", "inf").
+/// Shortest text that reads back to exactly `value` ("0.1", "1e-300", "nan", "inf"): for files
+/// and JSON, which other programs read.
 std::string formatNumber(double value);
+
+/// `value` to `significant` digits, for people: 2.4440000000000004 → "2.444",
+/// 77.97288399999996 → "77.9729", 0.9990000000000008 → "0.999".
+std::string readableNumber(double value, int significant = 6);
+
+/// A duration [ns] in the unit that suits it, for people: "850 ns", "12.3 µs", "4.56 ms",
+/// "764 s" (three significant digits).
+std::string readableDuration(double nanoseconds);
 
 /// Appends formatNumber(value) to `out` without a temporary string.
 void appendNumber(std::string& out, double value);

@@ -1110,5 +1110,17 @@ TEST(CliText, NumbersRoundTripAndRejectJunk) {
   EXPECT_EQ(oneLine("a\nb\r\n"), "a; b");
 }
 
+TEST(CliText, NumbersForPeopleHaveTheDigitsThatMeanSomething) {
+  EXPECT_EQ(readableNumber(2.4440000000000004), "2.444");
+  EXPECT_EQ(readableNumber(77.97288399999996), "77.9729");
+  EXPECT_EQ(readableNumber(0.9990000000000008), "0.999");
+  EXPECT_EQ(readableNumber(-9.81), "-9.81");
+  EXPECT_EQ(readableNumber(1e-4), "0.0001");
+  EXPECT_EQ(readableDuration(850.0), "850 ns");
+  EXPECT_EQ(readableDuration(12'345.0), "12.3 µs");
+  EXPECT_EQ(readableDuration(4'561'000.0), "4.56 ms");
+  EXPECT_EQ(readableDuration(764'355'350'900.0), "764 s");
+}
+
 }  // namespace
 }  // namespace hilsim::cli
