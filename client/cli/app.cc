@@ -135,10 +135,15 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
       ->required();
   eval->add_flag("--inverse", args->inverse,
                  "Inverse dynamics (RNEA): rows q, v, qdd -> tau; --solver is ignored");
-  return {eval, [args](std::ostream&) {
+  return {eval, [args](std::ostream& out) {
             const Formulation formulation = parseSolverOrThrow(args->solver);
             const auto model = loadModelOrThrow(args->model);
-            evalCsv(*model, formulation, args->inverse, args->input, args->output);
+            const int rows =
+                evalCsv(*model, formulation, args->inverse, args->input, args->output);
+            // what was written where: the output file holds only the numbers
+            out << "wrote " << rows << (rows == 1 ? " row" : " rows") << " of "
+                << (args->inverse ? "tau (rnea)" : "qdd (" + std::string(formulationName(formulation)) + ")")
+                << ", " << model->nv << " columns each, to " << args->output << "\n";
           }};
 }
 

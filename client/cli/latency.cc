@@ -240,7 +240,9 @@ void checkOptions(const LatencyOptions& o) {
     throw CliError("--mode must be realtime or lockstep, got '" + o.mode + "'", kExitUsage);
   }
   if (o.session_id != 0 && o.transport == "udp" && o.udp_token_hex.empty()) {
-    throw CliError("--session over UDP needs --udp-token (printed by 'hilsim session create')",
+    throw CliError("--session over UDP needs --udp-token: 'hilsim session create' prints it, and "
+                   "for a start-up session the server's log line 'start-up session … UDP token …'; "
+                   "--transport grpc needs none",
                    kExitUsage);
   }
 }

@@ -560,7 +560,11 @@ TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
                                         path("in.csv").string(), "--output",
                                         path("out.csv").string()});
       ASSERT_EQ(r.code, 0) << r.err;
-      EXPECT_TRUE(r.out.empty());
+      EXPECT_EQ(r.out.rfind("wrote " + std::to_string(cases.size()) + " rows of qdd (" + solver +
+                                "), ",
+                            0),
+                0u)
+          << r.out;  // one line on what was written; the numbers are in the file
       const Csv out = readCsv(path("out.csv"));
       EXPECT_EQ(out.header, expectedHeader(model, "qdd_"));
       ASSERT_EQ(out.rows.size(), cases.size());
@@ -707,6 +711,21 @@ TEST_F(CliTest, EvalAcceptsBlankLinesCrlfAndSpaces) {
   ASSERT_EQ(out.rows.size(), 1u);
   EXPECT_EQ(out.rows[0][0], expected[0]);
   EXPECT_EQ(out.header, std::vector<std::string>{"qdd_hinge"});
+  EXPECT_EQ(r.out, "wrote 1 row of qdd (aba), 1 columns each, to " + path("out.csv").string() +
+                       "\n");
+}
+
+TEST_F(CliTest, TheReadmesEvalExamplesRun) {
+  // the input files examples/eval/ ships, as README and CLI.md use them
+  const std::string dir = std::string(HILSIM_SOURCE_DIR) + "/examples/eval/";
+  RunResult r = runInProcess({"eval", "-m", "iiwa14", "-s", "crba", "-i",
+                              dir + "iiwa14_states.csv", "-o", path("qdd.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(readCsv(path("qdd.csv")).rows.size(), 3u);
+  r = runInProcess({"eval", "-m", "iiwa14", "--inverse", "-i", dir + "iiwa14_motion.csv", "-o",
+                    path("tau.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(readCsv(path("tau.csv")).rows.size(), 3u);
 }
 
 TEST_F(CliTest, EvalQuaternionsWithinToleranceAreRenormalised) {
