@@ -445,20 +445,103 @@ std::vector<Command> addCommands(CLI::App& app) {
   return commands;
 }
 
-/// A first word that is neither an option nor a command: say so (CLI11 would only say that a
-/// command is required).
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates);
+
+/// A first word that is neither an option nor a command: say so, with the nearest command (CLI11
+/// would only say that a command is required).
 void rejectUnknownCommand(const std::vector<std::string>& args,
                           const std::vector<Command>& commands) {
   if (args.empty() || args.front().empty() || args.front().front() == '-') return;
   std::string names;
+  std::vector<std::string> candidates;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     if (commands[i].app->get_name() == args.front()) return;
     if (i > 0) names += i + 1 == commands.size() ? " or " : ", ";
     names += commands[i].app->get_name();
+    candidates.push_back(commands[i].app->get_name());
   }
-  throw CliError("unknown command '" + args.front() + "' (expected " + names +
-                     "; see hilsim --help)",
+  throw CliError("unknown command '" + args.front() + "'" + suggestion(args.front(), candidates) +
+                     " (expected " + names + "; see hilsim --help)",
                  kExitUsage);
+}
+
+// Edit distance (insertions, deletions, substitutions) between two words: short words only.
+std::size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean X?)" for the candidate nearest to `word`, when it is near enough to be a typo
+// (at most a third of its letters, at least 2, apart), else "".
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const std::size_t d = editDistance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best.empty() ? std::string() : " (did you mean " + best + "?)";
+}
+
+// After CLI11 refused a command line, a better message where one word explains it: a
+// subcommand that does not exist ("session lst"), or an option the command does not have
+// ("info --modle"), with the nearest name. CLI11 names only the first rule the line broke
+// ("--model is required"), which the mistyped word caused. Returns "" when no word explains it.
+std::string explainRefusal(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* command = &app;
+  std::string path = "hilsim";
+  std::size_t i = 0;
+  // descend through the words that name subcommands
+  for (; i < args.size(); ++i) {
+    CLI::App* sub = nullptr;
+    std::vector<std::string> names;
+    for (CLI::App* candidate : command->get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(candidate->get_name());
+      if (candidate->get_name() == args[i]) sub = candidate;
+    }
+    if (sub != nullptr) {
+      command = sub;
+      path += " " + args[i];
+      continue;
+    }
+    if (!names.empty() && command->get_require_subcommand_min() > 0 && !args[i].empty() &&
+        args[i].front() != '-') {
+      return "unknown command '" + args[i] + "' for '" + path + "'" + suggestion(args[i], names) +
+             "; see " + path + " --help";
+    }
+    break;
+  }
+  std::vector<std::string> option_names = {"--help"};
+  for (const CLI::Option* option : command->get_options()) {
+    for (const std::string& name : option->get_lnames()) option_names.push_back("--" + name);
+  }
+  for (; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") break;
+    if (word.size() < 2 || word.front() != '-' || parseNumber(word)) continue;
+    const std::string name = word.substr(0, word.find('='));
+    const CLI::Option* option = command->get_option_no_throw(name);
+    if (option == nullptr && name != "-h" && name != "--help") {
+      return "unknown option '" + name + "' for '" + path + "'" + suggestion(name, option_names) +
+             "; see " + path + " --help";
+    }
+    // the next word is this option's value ("--tau -1,2"), not an option
+    if (option != nullptr && option->get_type_size_max() > 0 && name == word) ++i;
+  }
+  return {};
 }
 
 }  // namespace
@@ -484,7 +567,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } catch (const CLI::Success& e) {
       return app.exit(e, out, err);  // --help, --version
     } catch (const CLI::ParseError& e) {
-      err << "hilsim: error: " << oneLine(e.what()) << " (see hilsim --help)\n";
+      const std::string explained = explainRefusal(app, args);
+      if (!explained.empty()) err << "hilsim: error: " << oneLine(explained) << "\n";
+      else err << "hilsim: error: " << oneLine(e.what()) << " (see hilsim --help)\n";
       return kExitUsage;
     }
 

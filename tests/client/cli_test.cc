@@ -939,8 +939,15 @@ TEST_F(CliTest, EveryBadInputClassGivesOneLineAndNonZeroExit) {
       // command line
       {{}, "subcommand", 2},
       {{"frobnicate"}, "unknown command 'frobnicate'", 2},
+      {{"sesion", "list"}, "unknown command 'sesion' (did you mean session?)", 2},
       {{"info"}, "--model", 2},
-      {{"info", "--model", "iiwa14", "--bogus"}, "--bogus", 2},
+      {{"info", "--model", "iiwa14", "--bogus"}, "unknown option '--bogus' for 'hilsim info'; see", 2},
+      // a mistyped word is named, with the nearest name, rather than what it left missing
+      {{"info", "--modle", "iiwa14"},
+       "unknown option '--modle' for 'hilsim info' (did you mean --model?)", 2},
+      {{"session", "lst"}, "unknown command 'lst' for 'hilsim session' (did you mean list?)", 2},
+      {{"session", "create", "--mdoel", "x"}, "(did you mean --model?)", 2},
+      {{"simulate", "-m", "pendulum", "--tua", "-1"}, "'--tua' for 'hilsim simulate' (did you mean --tau?)", 2},
       {{"simulate", "--solver", "featherstone"}, "unknown solver 'featherstone'", 2},
       {{"simulate", "--integrator", "leapfrog"}, "unknown integrator 'leapfrog'", 2},
       {{"simulate", "--dt", "0"}, "--dt", 2},
