@@ -1,11 +1,14 @@
 #include "client/cli/app.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <new>
 
@@ -238,6 +241,10 @@ void runProbeCommand(const ProbeArgs& args, std::ostream& out) {
   options.thread.cpu = args.cpu;
   options.model = loadModelOrThrow(args.model);
   options.model_name = args.model;
+  if (::isatty(STDERR_FILENO) == 1) {  // on a terminal, what the wait is for; quiet when piped
+    std::cerr << "rt-probe: two phases of " << args.duration
+              << " s (bare clock_nanosleep loop, then hilsim's loop on " << args.model << ")…\n";
+  }
   writeProbeReport(rt::runJitterProbe(options), args.json, out);
 }
 

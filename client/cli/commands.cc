@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "client/cli/csv.h"
+#include "client/cli/progress.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/constraints/loop_closure_stage.h"
@@ -559,7 +560,9 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
   }
 
   Clock::duration stepping{};
+  Progress progress("simulate", static_cast<double>(summary.steps) * options.dt, "s simulated");
   for (long long k = 0; k < summary.steps; ++k) {
+    if ((k & 1023) == 0) progress.update(static_cast<double>(k) * options.dt);
     step_index = k + 1;
     const auto t0 = Clock::now();
     sim.step(tau);

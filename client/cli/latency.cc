@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "client/cli/csv.h"
+#include "client/cli/progress.h"
 #include "client/interrupt.h"
 #include "client/cli/errors.h"
 #include "client/cli/session_commands.h"
@@ -384,6 +385,7 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
   law.start(latest);
 
   std::vector<double> tau;
+  Progress progress("latency", o.duration, "s");
   const Nanoseconds loop_start = monotonicNow();
   for (std::uint64_t k = 0; k < planned && bound && !client::InterruptGuard::requested(); ++k) {
     if (monotonicNow() > next + period) {  // this thread was late: keep the schedule's phase
@@ -399,6 +401,7 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
     const auto [sequence, sent] = link->send(tau, lockstep ? 1 : 0);
     if (sequence != 0) recorder.commandSent(sequence, sent);
     next += period;
+    progress.update(static_cast<double>(k + 1) / o.rate);  // after the send: off the hot path
     // Collect States until the next period. LOCKSTEP: the next command is computed from this
     // one's State, so wait for it even past the period (late), or until it counts as lost.
     for (;;) {

@@ -14,12 +14,14 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "client/cli/app.h"
 #include "client/cli/commands.h"
+#include "client/cli/progress.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/aba.h"
 #include "engine/constraints/loop_closure_stage.h"
@@ -1134,6 +1136,25 @@ TEST(CliText, NumbersRoundTripAndRejectJunk) {
   EXPECT_FALSE(std::isfinite(parseNumber("nan").value()));
   EXPECT_FALSE(std::isfinite(parseNumber("-inf").value()));
   EXPECT_EQ(oneLine("a\nb\r\n"), "a; b");
+}
+
+TEST(CliText, ProgressIsDrawnOnATerminalOnlyAndErasedAtTheEnd) {
+  std::ostringstream quiet, shown;
+  {
+    Progress off("simulate", 10.0, "s", quiet, /*enabled=*/false);
+    Progress on("simulate", 10.0, "s", shown, /*enabled=*/true);
+    off.update(1.0);
+    on.update(1.0);  // within the first half second: not yet
+    EXPECT_EQ(shown.str(), "");
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    off.update(5.0);
+    on.update(5.0);
+    EXPECT_EQ(shown.str(), "\rsimulate  5 / 10 s (50 %)\033[K");
+    on.update(6.0);  // at most twice a second
+    EXPECT_EQ(shown.str(), "\rsimulate  5 / 10 s (50 %)\033[K");
+  }
+  EXPECT_EQ(quiet.str(), "");
+  EXPECT_EQ(shown.str(), "\rsimulate  5 / 10 s (50 %)\033[K\r\033[K") << "erased at the end";
 }
 
 TEST(CliText, NumbersForPeopleHaveTheDigitsThatMeanSomething) {
