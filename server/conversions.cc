@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "engine/integrators/step_limit.h"
 #include "hilsim/v1/udp.pb.h"
 #include "proto/engine_names.h"
 
@@ -323,6 +324,28 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
       proto_names::engineName(v1::Formulation_descriptor(), e.formulation(), "FORMULATION_"));
   c.integrator = *parseIntegrator(
       proto_names::engineName(v1::Integrator_descriptor(), e.integrator(), "INTEGRATOR_"));
+  if (c.integrator == Integrator::kRk4) {
+    // A step the joint springs and dampers make unstable faults the session within cycles. When
+    // the request left substeps to the server, it takes as many as the step needs (reported in
+    // the effective configuration); substeps the request asked for are refused with the number.
+    const StepLimit limit =
+        rk4StepLimit(*c.model, c.initial_q ? *c.initial_q : c.model->initialConfiguration());
+    const double dt = 1.0 / (rate * c.substeps);
+    if (dt > limit.max_dt) {
+      const int needed = static_cast<int>(std::ceil(1.0 / (rate * 0.9 * limit.max_dt)));
+      const std::string why =
+          "dt = 1 / (rate · substeps) = " + describe(dt) + " s is above the largest step RK4 is "
+          "stable at on '" + c.model->name + "' (" + describe(limit.max_dt) + " s, set by joint '" +
+          (limit.joint > 0 ? c.model->joint_names[limit.joint] : std::string("?")) +
+          "': its damping or spring against its inertia)";
+      if (request.substeps() != 0 || needed > std::min(server.max_substeps, 1000)) {
+        return "config.substeps = " + std::to_string(c.substeps) + ": " + why + "; use substeps ≥ " +
+               std::to_string(needed) + " at " + describe(rate) + " Hz";
+      }
+      c.substeps = needed;
+      e.set_substeps(static_cast<std::uint32_t>(needed));
+    }
+  }
   switch (watchdog->policy()) {
     case v1::WATCHDOG_POLICY_ZERO: c.watchdog.policy = rt::WatchdogPolicy::kZeroTorque; break;
     case v1::WATCHDOG_POLICY_DAMPING: c.watchdog.policy = rt::WatchdogPolicy::kDamping; break;

@@ -14,6 +14,7 @@
 #include "engine/algorithms/rnea.h"
 #include "engine/constraints/loop_closure_stage.h"
 #include "engine/formulations/formulations.h"
+#include "engine/integrators/step_limit.h"
 #include "engine/io/model_loader.h"
 
 namespace hilsim::cli {
@@ -129,6 +130,10 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
   s += "  \"nbodies\": " + std::to_string(model.nbodies) + ",\n";
   s += "  \"nalgebraic\": " + std::to_string(model.nalgebraic) + ",\n";
   s += "  \"total_mass\": " + jsonNumber(model.totalMass()) + ",\n";
+  // null when nothing bounds it or it is not computed (rk4StepLimit)
+  const StepLimit limit = rk4StepLimit(model, model.initialConfiguration());
+  s += "  \"rk4_max_dt\": " +
+       (std::isfinite(limit.max_dt) ? jsonNumber(limit.max_dt) : std::string("null")) + ",\n";
   s += "  \"gravity\": " + jsonVector3(model.gravity) + ",\n";
   s += "  \"joints\": [";
   for (int i = 1; i < model.nbodies; ++i) {
@@ -270,6 +275,11 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
   out << "gravity   " << readableNumber(model.gravity.x()) << " " << readableNumber(model.gravity.y())
       << " " << readableNumber(model.gravity.z()) << " m/s^2\n";
   out << "frames    " << model.frames.size() << "\n";
+  const StepLimit limit = rk4StepLimit(model, model.initialConfiguration());
+  if (std::isfinite(limit.max_dt)) {
+    out << "max step  " << readableNumber(limit.max_dt, 3) << " s with rk4 (joint "
+        << model.joint_names[limit.joint] << ": damping or spring against inertia, at q0)\n";
+  }
   out << "joints    " << model.nbodies - 1 << "  (q, v: index ranges start:end, end exclusive)\n";
 
   std::vector<std::vector<std::string>> table;
@@ -309,8 +319,10 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
     const FlexibleBody& body = model.flexible[i];
     const Eigen::VectorXd frequencies = naturalFrequencies(body);
     std::string hz;
-    for (int k = 0; k < frequencies.size(); ++k)
-      hz += (k > 0 ? " " : "") + readableNumber(frequencies[k] / (2.0 * M_PI));
+    for (int k = 0; k < frequencies.size(); ++k) {
+      if (k > 0) hz += ' ';
+      hz += readableNumber(frequencies[k] / (2.0 * M_PI));
+    }
     out << "  " << model.body_names[i] << ": " << model.nmodes[i] << " modes, q "
         << range(model.idxModesQ(i), model.nmodes[i]) << ", v "
         << range(model.idxModesV(i), model.nmodes[i]) << ", " << hz << " Hz, stiffening "
@@ -515,6 +527,18 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
   if (const std::string why = checkSimulatorChoice(model, options.formulation, options.integrator);
       !why.empty())
     throw CliError(why, 2);
+  if (options.integrator == Integrator::kRk4) {
+    // a step the joint springs and dampers make unstable diverges within steps: say which works
+    const StepLimit limit = rk4StepLimit(model, q);
+    if (options.dt > limit.max_dt) {
+      throw CliError("--dt " + general(options.dt) + " s is above the largest step RK4 is stable at on '" +
+                         model.name + "' (" + general(limit.max_dt, 3) + " s, set by joint '" +
+                         (limit.joint > 0 ? model.joint_names[limit.joint] : std::string("?")) +
+                         "': its damping or spring against its inertia): use --dt " +
+                         general(roundStepBelow(limit.max_dt), 3) + " or less",
+                     2);
+    }
+  }
   std::optional<Simulator> constructed;
   try {
     constructed.emplace(model_ptr, options.formulation, options.integrator, options.dt);

@@ -889,6 +889,21 @@ bodies:
   }
 }
 
+TEST_F(CliTest, AStepTooLargeForTheJointDampersIsRefusedWithOneThatWorks) {
+  // talos_full_v2's gripper: RK4 is stable below 0.52 ms; 1 ms would diverge at step 8
+  const RunResult refused = runInProcess({"simulate", "-m", "talos_full_v2", "-T", "0.05"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("is above the largest step RK4 is stable at"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("use --dt 0.0002 or less"), std::string::npos) << refused.err;
+  const RunResult ran = runInProcess({"simulate", "-m", "talos_full_v2", "-T", "0.05", "--dt",
+                                      "0.0002"});
+  EXPECT_EQ(ran.code, 0) << ran.err;
+  const RunResult info = runInProcess({"info", "-m", "talos_full_v2"});
+  EXPECT_NE(info.out.find("max step  0.000522 s with rk4 (joint gripper_"), std::string::npos)
+      << info.out;
+}
+
 TEST_F(CliTest, SimulateFloatingBaseFallsFreely) {
   // zero torques, no contact: the quadruped's centre of mass falls with g; the trajectory has
   // nq + nv + 2 columns and quaternion columns stay unit

@@ -751,6 +751,49 @@ TEST_F(ServerTest, TheModelDirectorysFilesAreOfferedByName) {
   fs::remove_all(dir);
 }
 
+// Every model the server offers runs at the defaults a user asks for (1 kHz, substeps left to the
+// server): 200 lockstep cycles without a fault. talos_full_v2's gripper needs RK4 steps under
+// 0.52 ms: the server takes 3 substeps for it, and refuses substeps 1 when a request insists.
+TEST_F(ServerTest, EveryOfferedModelRunsAtTheDefaults) {
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(stub_->ListModels(context().get(), {}, &models).ok());
+  for (const v1::BundledModel& m : models.models()) {
+    SCOPED_TRACE(m.name());
+    v1::CreateSessionRequest request = bundledRequest(m.name());
+    request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+    v1::CreateSessionResponse created;
+    const grpc::Status status = create(request, &created);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    const std::uint64_t id = created.session().session_id();
+    if (m.name() == "talos_full_v2") {
+      EXPECT_EQ(created.session().config().substeps(), 3u);
+    }
+    ASSERT_TRUE(start(id).ok());
+    v1::Command command;
+    command.set_session_id(id);
+    command.set_steps(200);
+    for (std::uint32_t k = 0; k < m.info().nv(); ++k) command.add_tau(0.0);
+    v1::State state;
+    const grpc::Status stepped = stub_->Step(context().get(), command, &state);
+    EXPECT_TRUE(stepped.ok()) << stepped.error_message();
+    EXPECT_EQ(state.cycle(), 200u);
+    v1::SessionRequest close;
+    close.set_session_id(id);
+    v1::CloseSessionResponse closed;
+    ASSERT_TRUE(stub_->CloseSession(context().get(), close, &closed).ok());
+    EXPECT_FALSE(closed.final_stats().has_fault()) << closed.final_stats().fault().reason();
+  }
+  v1::CreateSessionRequest insisting = bundledRequest("talos_full_v2");
+  insisting.mutable_config()->set_substeps(1);
+  v1::CreateSessionResponse refused;
+  const grpc::Status status = create(insisting, &refused);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("set by joint 'gripper_"), std::string::npos)
+      << status.error_message();
+  EXPECT_NE(status.error_message().find("use substeps ≥ 3 at 1000 Hz"), std::string::npos)
+      << status.error_message();
+}
+
 // Session names are unique among the open sessions: the CLI and start-up sessions address
 // sessions by name. A closed session's name is free again.
 TEST_F(ServerTest, ASessionNameIsUniqueAmongTheOpenSessions) {
