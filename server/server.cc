@@ -48,14 +48,15 @@ struct Server::Impl {
 
 namespace {
 
-// Throws "address A:P already in use" when a TCP listener holds `address`:`port` (port 0, an
-// ephemeral port, is always free). The listeners' own errors do not say so: gRPC reports a port
-// of 0, the metrics exporter "null context when constructing CivetServer".
-void checkTcpPortFree(const std::string& address, int port) {
+// Throws "address A:P already in use" when a listener holds `address`:`port` (port 0, an
+// ephemeral port, is always free), before any listener starts. The listeners' own errors do not
+// say so: gRPC reports a port of 0, the metrics exporter "null context when constructing
+// CivetServer", and a start-up session's UDP port would fail after gRPC said "listening".
+void checkPortFree(const std::string& address, int port, int socket_type) {
   if (port == 0) return;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_socktype = socket_type;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
@@ -71,7 +72,7 @@ void checkTcpPortFree(const std::string& address, int port) {
   ::freeaddrinfo(found);
   if (in_use)
     throw std::runtime_error("address " + address + ":" + std::to_string(port) +
-                             " already in use");
+                             " already in use" + (socket_type == SOCK_DGRAM ? " (UDP)" : ""));
 }
 
 }  // namespace
@@ -84,8 +85,15 @@ void Server::start() {
   Impl& s = *impl_;
   std::lock_guard lock(s.mutex);
   if (s.running) return;
-  checkTcpPortFree(s.config.bind_address, s.config.grpc_port);
-  if (s.config.metrics_enabled) checkTcpPortFree(s.config.bind_address, s.config.metrics_port);
+  checkPortFree(s.config.bind_address, s.config.grpc_port, SOCK_STREAM);
+  if (s.config.metrics_enabled) {
+    checkPortFree(s.config.bind_address, s.config.metrics_port, SOCK_STREAM);
+  }
+  if (s.config.udp_enabled) {
+    for (const StartupSession& startup : s.config.startup_sessions) {
+      checkPortFree(s.config.bind_address, startup.udp_port, SOCK_DGRAM);
+    }
+  }
   s.registry = std::make_unique<SessionRegistry>(s.config);
   s.service = std::make_unique<SimulationService>(*s.registry, s.config);
 

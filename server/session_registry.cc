@@ -321,6 +321,12 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
     try {
       entry.udp = openUdp(*entry.session, udp_port);
     } catch (const std::system_error& e) {
+      // the words every listener of the server uses for a port taken (server.cc)
+      if (e.code() == std::errc::address_in_use) {
+        return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "address " + config_.bind_address + ":" + std::to_string(udp_port) +
+                    " already in use (UDP)"};
+      }
       return {grpc::StatusCode::RESOURCE_EXHAUSTED,
               "UDP port " + std::to_string(udp_port) + " cannot be bound: " + e.what()};
     }

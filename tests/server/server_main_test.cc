@@ -162,6 +162,21 @@ TEST_F(ServerMainTest, ASecondServerOnTheSamePortsDoesNotStart) {
   const Process third = launch(writeConfig(metrics));
   EXPECT_EQ(waitExit(third), 1);
   EXPECT_NE(readAll(third.log).find("already in use"), std::string::npos) << readAll(third.log);
+  // a start-up session's UDP port: refused before any listener says it listens
+  const std::string first_text = readAll(first_log);
+  const std::size_t at = first_text.find("UDP port ", first_text.find("start-up session 1"));
+  ASSERT_NE(at, std::string::npos) << first_text;
+  const int udp_port = std::stoi(first_text.substr(at + 9));
+  std::string udp = kConfig;
+  udp.replace(udp.find("start: true}"), 12, "start: true, udp_port: " + std::to_string(udp_port) + "}");
+  const Process fourth = launch(writeConfig(udp));
+  EXPECT_EQ(waitExit(fourth), 1);
+  const std::string fourth_log = readAll(fourth.log);
+  EXPECT_NE(fourth_log.find("address 127.0.0.1:" + std::to_string(udp_port) +
+                            " already in use (UDP)"),
+            std::string::npos)
+      << fourth_log;
+  EXPECT_EQ(fourth_log.find("listening"), std::string::npos) << fourth_log;
   ::kill(first.pid, SIGTERM);
   EXPECT_EQ(waitExit(first), 0);
 }
