@@ -216,6 +216,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   e.mutable_initial_v()->CopyFrom(request.initial_v());
   e.set_max_speed(pick(request.max_speed(), defaults.max_speed(), 1e4));
   e.set_command_capacity(pick(request.command_capacity(), defaults.command_capacity(), 64u));
+  e.set_idle_timeout_s(pick(request.idle_timeout_s(), defaults.idle_timeout_s(), 0.0));
   e.set_name(request.name().empty() ? "session-" + std::to_string(session_id) : request.name());
 
   // Ranges of the contract, then the server's limits.
@@ -270,6 +271,11 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   }
   if (!std::isfinite(e.max_speed()) || e.max_speed() <= 0.0) {
     return "config.max_speed = " + describe(e.max_speed()) + ": must be finite and > 0";
+  }
+  if (!std::isfinite(e.idle_timeout_s()) || e.idle_timeout_s() < 0.0 ||
+      e.idle_timeout_s() > 1e6) {
+    return "config.idle_timeout_s = " + describe(e.idle_timeout_s()) +
+           ": allowed 0 (never) … 10⁶ s";
   }
   if (e.command_capacity() > 65536) {
     return "config.command_capacity = " + std::to_string(e.command_capacity()) +

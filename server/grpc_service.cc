@@ -90,7 +90,7 @@ grpc::ServerUnaryReactor* SimulationService::CreateSession(grpc::CallbackServerC
                                                            const v1::CreateSessionRequest* request,
                                                            v1::CreateSessionResponse* response) {
   if (Status s = admit(context); !s.ok()) return finish(context, s);
-  return finish(context, registry_.create(*request, response));
+  return finish(context, registry_.create(*request, response, 0, context->peer()));
 }
 
 grpc::ServerUnaryReactor* SimulationService::StartSession(grpc::CallbackServerContext* context,

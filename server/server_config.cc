@@ -38,6 +38,7 @@ constexpr std::int64_t kMaxFifoPriority = 99;
 constexpr std::int64_t kMaxCpu = 1023;                // CPU_SETSIZE − 1
 constexpr std::int64_t kMaxPrefaultBytes = 64 << 20;  // as CreateSession allows
 constexpr std::int64_t kMaxCommandCapacity = 65'536;  // ~1 KiB per queued command
+constexpr double kMaxIdleTimeout = 1e6;  // [s], 11.6 days: beyond that, 0 (never) says it
 constexpr std::int64_t kMaxSessionsLimit = 1024;
 constexpr std::int64_t kMinModelTextBytes = 1 << 10;
 constexpr std::int64_t kMaxModelTextBytes = 256 << 20;
@@ -626,10 +627,12 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   // initial q and v depend on the model: only a session's own configuration may give them
   const std::initializer_list<std::string_view> defaults_keys = {
       "mode",     "control_rate_hz", "substeps", "formulation", "integrator",
-      "watchdog", "overrun",         "thread",   "max_speed",   "command_capacity"};
+      "watchdog", "overrun",         "thread",   "max_speed",   "command_capacity",
+      "idle_timeout_s"};
   const std::initializer_list<std::string_view> session_keys = {
       "mode",    "control_rate_hz", "substeps",  "formulation",      "integrator", "watchdog",
-      "overrun", "thread",          "max_speed", "command_capacity", "initial_q",  "initial_v"};
+      "overrun", "thread",          "max_speed", "command_capacity", "initial_q",  "initial_v",
+      "idle_timeout_s"};
   const Mapping m(*this, item, per_session ? session_keys : defaults_keys);
 
   if (auto v = m.get("mode"))
@@ -681,6 +684,7 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
     if (auto v = t.get("minimal_timer_slack")) c.set_minimal_timer_slack(boolean(*v));
   }
   if (auto v = m.get("max_speed")) out.set_max_speed(number(*v, 0.0, kInfinity, true));
+  if (auto v = m.get("idle_timeout_s")) out.set_idle_timeout_s(number(*v, 0.0, kMaxIdleTimeout));
   if (auto v = m.get("command_capacity")) {
     out.set_command_capacity(static_cast<std::uint32_t>(integer(*v, 1, kMaxCommandCapacity)));
   }

@@ -248,6 +248,16 @@ void ServerSession::latestState(v1::State* out) {
   toState(snapshot, out);
 }
 
+double ServerSession::idleSeconds() {
+  const std::uint64_t received = session_->stats().commands_received;
+  if (commands_seen_.exchange(received, std::memory_order_relaxed) != received ||
+      hasControlStream()) {
+    touch();
+  }
+  return static_cast<double>(rt::monotonicNow() - last_use_.load(std::memory_order_relaxed)) *
+         1e-9;
+}
+
 void ServerSession::fillInfo(v1::SessionInfo* out) {
   out->set_session_id(id_);
   out->set_name(name_);
@@ -267,6 +277,9 @@ void ServerSession::fillInfo(v1::SessionInfo* out) {
   out->set_dt(1.0 / (session_->config().control_rate * session_->config().substeps));
   latestState(out->mutable_latest_state());
   out->set_has_controller_stream(hasControlStream());
+  out->set_owner(owner_);
+  out->set_age_s(ageSeconds());
+  out->set_idle_s(idleSeconds());
 }
 
 void ServerSession::fillStats(v1::SessionStats* out) {

@@ -112,6 +112,22 @@ class ServerSession {
   void fillInfo(v1::SessionInfo* out);
   void fillStats(v1::SessionStats* out);
 
+  // The lease (SessionConfig.idle_timeout_s): who created the session, when, and when it was
+  // last used. Thread-safe.
+  /// Set once, before the session is handed to its transports.
+  void setOwner(std::string owner) { owner_ = std::move(owner); }
+  const std::string& owner() const { return owner_; }
+  /// Marks a use: an rpc that named the session.
+  void touch() { last_use_.store(rt::monotonicNow(), std::memory_order_relaxed); }
+  /// Seconds since the last use: an rpc (touch), a command taken into the channel (any
+  /// transport) or an open Control stream, whichever was last.
+  double idleSeconds();
+  /// Seconds since creation.
+  double ageSeconds() const {
+    return static_cast<double>(rt::monotonicNow() - created_) * 1e-9;
+  }
+  double idleTimeout() const { return effective_config_.idle_timeout_s(); }
+
   /// One Control stream per session: claim fails when one is open.
   bool claimControlStream();
   void releaseControlStream();
@@ -136,6 +152,10 @@ class ServerSession {
 
   const std::uint64_t id_;
   std::string name_;
+  std::string owner_ = "config";
+  const rt::Nanoseconds created_ = rt::monotonicNow();
+  std::atomic<rt::Nanoseconds> last_use_{rt::monotonicNow()};
+  std::atomic<std::uint64_t> commands_seen_{0};  // commands_received at the last idleSeconds()
   v1::ModelInfo model_info_;
   v1::SessionConfig effective_config_;
   Token udp_token_;

@@ -130,9 +130,44 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
   model_directory_ = !config.model_directory.empty() ? config.model_directory
                      : default_path.empty()          ? std::string()
                                              : fs::path(default_path).parent_path().string();
+  lease_thread_ = std::thread([this] {
+    constexpr std::chrono::milliseconds kLeaseCheckInterval{250};
+    std::unique_lock lock(lease_mutex_);
+    while (!lease_wake_.wait_for(lock, kLeaseCheckInterval, [this] { return lease_stop_; })) {
+      lock.unlock();
+      closeIdleSessions();
+      lock.lock();
+    }
+  });
 }
 
-SessionRegistry::~SessionRegistry() { closeAll(); }
+SessionRegistry::~SessionRegistry() {
+  {
+    std::lock_guard lock(lease_mutex_);
+    lease_stop_ = true;
+  }
+  lease_wake_.notify_all();
+  if (lease_thread_.joinable()) lease_thread_.join();
+  closeAll();
+}
+
+int SessionRegistry::closeIdleSessions() {
+  std::vector<std::pair<std::shared_ptr<ServerSession>, double>> expired;
+  for (const std::shared_ptr<ServerSession>& session : list()) {
+    const double timeout = session->idleTimeout();
+    if (timeout <= 0.0) continue;
+    const double idle = session->idleSeconds();
+    if (idle > timeout) expired.emplace_back(session, idle);
+  }
+  int closed = 0;
+  for (const auto& [session, idle] : expired) {
+    spdlog::info("session {} '{}' (owner {}): lease ran out, idle {:.1f} s of its {:g} s; closing",
+                 session->id(), session->name(), session->owner(), idle, session->idleTimeout());
+    v1::SessionStats final_stats;
+    if (close(session->id(), &final_stats)) ++closed;
+  }
+  return closed;
+}
 
 grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                                         std::shared_ptr<const Model>* model,
@@ -249,7 +284,7 @@ grpc::Status SessionRegistry::checkSessionLimit() const {
 
 grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
                                      v1::CreateSessionResponse* response,
-                                     std::uint16_t udp_port) {
+                                     std::uint16_t udp_port, std::string owner) {
   {
     // a full server does not pay for a load (checked again below: creations run concurrently)
     std::lock_guard lock(mutex_);
@@ -317,6 +352,7 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
     return invalid(e.what());
   }
   entry.session->setMaxStepCycles(config_.max_step_cycles);  // before any transport sees it
+  entry.session->setOwner(std::move(owner));
   if (config_.udp_enabled) {
     try {
       entry.udp = openUdp(*entry.session, udp_port);
@@ -355,7 +391,9 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
 std::shared_ptr<ServerSession> SessionRegistry::find(std::uint64_t id) const {
   std::lock_guard lock(mutex_);
   const auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second.session;
+  if (it == sessions_.end()) return nullptr;
+  it->second.session->touch();
+  return it->second.session;
 }
 
 std::vector<std::shared_ptr<ServerSession>> SessionRegistry::list() const {

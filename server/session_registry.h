@@ -4,11 +4,13 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/support/status.h>
@@ -41,9 +43,11 @@ class SessionRegistry {
   /// models.directory) is the one loaded at start-up, shared by its sessions; a model text, or a
   /// file added to models.directory since, is loaded for the request, after waiting at most
   /// kTextLoadWait for another load.
+  /// `owner`: who asks (the gRPC peer), shown by ListSessions.
   grpc::Status create(const v1::CreateSessionRequest& request, v1::CreateSessionResponse* response,
-                      std::uint16_t udp_port = 0);
-  /// The session, or null when no such session exists (never created, or closed).
+                      std::uint16_t udp_port = 0, std::string owner = "config");
+  /// The session, or null when no such session exists (never created, or closed). Counts as a
+  /// use of the session for its lease.
   std::shared_ptr<ServerSession> find(std::uint64_t id) const;
   /// Every session, in creation order.
   std::vector<std::shared_ptr<ServerSession>> list() const;
@@ -62,6 +66,9 @@ class SessionRegistry {
   }
   /// Figures for the metrics exporter.
   std::vector<SessionMetricsSample> sample() const;
+  /// Closes every session whose lease has run out (idle longer than its idle_timeout_s), logging
+  /// why. The registry's lease thread calls it four times a second; returns how many it closed.
+  int closeIdleSessions();
 
  private:
   struct Entry {
@@ -92,6 +99,11 @@ class SessionRegistry {
   std::map<std::uint64_t, Entry> sessions_;  // ids grow: creation order
   std::uint64_t next_id_ = 1;
   std::uint16_t next_udp_port_ = 0;
+  // the lease thread: closeIdleSessions() every kLeaseCheckInterval until the registry goes
+  std::mutex lease_mutex_;
+  std::condition_variable lease_wake_;
+  bool lease_stop_ = false;
+  std::thread lease_thread_;
 };
 
 }  // namespace hilsim::server

@@ -283,7 +283,7 @@ Command addProbeCommand(CLI::App& app, const std::string& solver_help) {
 struct SessionArgs {
   ServerOptions server = serverOptionsFromEnvironment();
   CreateOptions create;
-  std::string create_rate, id, step_tau;
+  std::string create_rate, create_idle_timeout, id, step_tau;
   std::uint32_t steps = 1;
 };
 
@@ -300,6 +300,10 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
                       "Session name, for the other session commands (default: session-<id>)");
   command->add_flag("--floating-base", create.floating_base,
                     "A URDF file's root link on a free joint");
+  command->add_option("--idle-timeout", args->create_idle_timeout,
+                      "Lease: the server closes the session after this long unused [s] "
+                      "(default: the server's; 0 there: never)")
+      ->type_name("SECONDS");
   command->add_option("--mode", create.mode, "realtime, lockstep or free")
       ->capture_default_str();
   command->add_option("-r,--rate", args->create_rate,
@@ -317,6 +321,9 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
             CreateOptions options = args->create;
             if (!args->create_rate.empty()) {
               options.rate = numberOption(args->create_rate, "--rate");
+            }
+            if (!args->create_idle_timeout.empty()) {
+              options.idle_timeout = numberOption(args->create_idle_timeout, "--idle-timeout");
             }
             sessionCreate(withImpliedTls(args->server), options, out);
           }};

@@ -216,6 +216,10 @@ class HoldPosture {
   Eigen::VectorXd q0_, q_, v_, acceleration_;
 };
 
+// The lease of the session a run creates [s]: long enough for any pause of the run (the
+// drain, a slow start), short enough that a killed run's session does not linger.
+constexpr double kOwnSessionLease = 10.0;
+
 std::string hostName() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return {};
@@ -314,6 +318,8 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
     config.set_mode(o.mode == "lockstep" ? v1::SESSION_MODE_LOCKSTEP : v1::SESSION_MODE_REALTIME);
     config.set_control_rate_hz(std::clamp(o.rate, 100.0, 10000.0));
     config.set_name("latency");
+    // closed by the server too if this process dies without closing it (kill -9)
+    config.set_idle_timeout_s(kOwnSessionLease);
     const v1::CreateSessionResponse response = simulation.createSession(model, config);
     id = created = response.session().session_id();
     token = response.udp_token();

@@ -306,6 +306,14 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
   v1::CreateSessionRequest request;
   *request.mutable_model() = modelSourceFor(o.model, o.floating_base);
   v1::SessionConfig& c = *request.mutable_config();
+  if (o.idle_timeout != 0.0) {
+    if (!(o.idle_timeout > 0.0 && o.idle_timeout <= 1e6)) {
+      throw CliError("--idle-timeout must be within 0 to 10⁶ s, got " +
+                         formatNumber(o.idle_timeout),
+                     kExitUsage);
+    }
+    c.set_idle_timeout_s(o.idle_timeout);
+  }
   if (!o.name.empty()) {
     if (isSessionId(o.name)) {
       throw CliError("--name: '" + o.name + "' would read as a session id; use a name with a letter",
@@ -440,17 +448,24 @@ void sessionList(const ServerOptions& server, std::ostream& out) {
     out << "no sessions\n";
     return;
   }
-  char line[256];
-  std::snprintf(line, sizeof line, "%-6s %-16s %-16s %-9s %8s %-8s %8s %s\n", "id", "name",
-                "model", "mode", "rate", "state", "udp", "controller");
+  char line[512];
+  std::snprintf(line, sizeof line, "%-6s %-16s %-16s %-9s %8s %-8s %8s %-10s %8s %8s %s\n",
+                "id", "name", "model", "mode", "rate", "state", "udp", "controller", "age",
+                "idle", "owner");
   out << line;
   for (const v1::SessionInfo& s : response.sessions()) {
-    std::snprintf(line, sizeof line, "%-6llu %-16s %-16s %-9s %8s %-8s %8u %s\n",
+    const std::string lease =
+        s.config().idle_timeout_s() > 0.0
+            ? " (closed after " + readableNumber(s.config().idle_timeout_s()) + " s idle)"
+            : "";
+    std::snprintf(line, sizeof line, "%-6llu %-16s %-16s %-9s %8s %-8s %8u %-10s %8s %8s %s%s\n",
                   static_cast<unsigned long long>(s.session_id()), s.name().c_str(),
                   s.model().name().c_str(), sessionModeName(s.config().mode()).c_str(),
                   formatNumber(s.config().control_rate_hz()).c_str(),
                   sessionStateName(s.state()).c_str(), s.udp_port(),
-                  s.has_controller_stream() ? "stream" : "-");
+                  s.has_controller_stream() ? "stream" : "-",
+                  readableDuration(s.age_s() * 1e9).c_str(),
+                  readableDuration(s.idle_s() * 1e9).c_str(), s.owner().c_str(), lease.c_str());
     out << line;
   }
 }

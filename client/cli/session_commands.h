@@ -29,6 +29,7 @@ struct CreateOptions {
   std::string model;
   bool floating_base = false;       ///< a URDF file's root on a free joint
   std::string name;                 ///< the session's name; empty: the server's ("session-<id>")
+  double idle_timeout = 0.0;        ///< lease [s]: closed after this long unused; 0: the server's
   std::string mode = "realtime";    ///< realtime, lockstep or free
   double rate = 0.0;                ///< control rate [Hz]; 0: the server's default
   int substeps = 0;                 ///< physics steps per cycle; 0: the server's default
@@ -74,7 +75,8 @@ void sessionAction(const ServerOptions& server, const std::string& action, std::
 /// comma-separated values [N·m, N]; empty: zeros) and prints the State after them.
 void sessionStep(const ServerOptions& server, std::uint64_t id, std::uint32_t steps,
                  const std::string& tau, std::ostream& out);
-/// One line per session: id, name, model, mode, rate, state, UDP port, controller stream.
+/// One line per session: id, name, model, mode, rate, state, UDP port, controller stream, age,
+/// idle time, owner, and its lease.
 void sessionList(const ServerOptions& server, std::ostream& out);
 /// Configuration, model layout, state and newest State of session `id`.
 void sessionGet(const ServerOptions& server, std::uint64_t id, std::ostream& out);

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     v1::SessionConfig config;
     config.set_mode(v1::SESSION_MODE_REALTIME);
     config.set_control_rate_hz(1000);
+    config.set_idle_timeout_s(10.0);  // the server closes it if this program dies unannounced
     config.set_name("pd-example");
     const v1::CreateSessionResponse created = client.createSession("iiwa14", config);
     const std::uint64_t id = created.session().session_id();

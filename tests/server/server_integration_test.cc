@@ -794,6 +794,56 @@ TEST_F(ServerTest, EveryOfferedModelRunsAtTheDefaults) {
       << status.error_message();
 }
 
+// A lease: a session nobody uses for longer than its idle_timeout_s is closed by the server; one
+// whose client keeps stepping it stays, and so does one with an open Control stream. ListSessions
+// shows who created each one and how long ago.
+TEST_F(ServerTest, ASessionNobodyUsesIsClosedWhenItsLeaseRunsOut) {
+  const auto create_leased = [&](const std::string& name) {
+    v1::CreateSessionRequest request = bundledRequest("pendulum");
+    request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+    request.mutable_config()->set_name(name);
+    request.mutable_config()->set_idle_timeout_s(0.5);
+    v1::CreateSessionResponse response;
+    EXPECT_TRUE(create(request, &response).ok());
+    EXPECT_EQ(response.session().config().idle_timeout_s(), 0.5);
+    return response.session().session_id();
+  };
+  const std::uint64_t forgotten = create_leased("forgotten");
+  const std::uint64_t stepped = create_leased("stepped");
+  const std::uint64_t streamed = create_leased("streamed");
+  const v1::SessionInfo lasting = createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);  // none
+  ASSERT_TRUE(start(stepped).ok());
+  ASSERT_TRUE(start(streamed).ok());
+  client::SimulationClient client(server_->grpcTarget());
+  auto control = client.openControl(streamed);  // open, silent
+  control->sync();
+  v1::ListSessionsResponse listed;
+  ASSERT_TRUE(stub_->ListSessions(context().get(), {}, &listed).ok());
+  ASSERT_EQ(listed.sessions_size(), 4);
+  EXPECT_EQ(listed.sessions(0).owner().rfind("ipv", 0), 0u) << listed.sessions(0).owner();
+  EXPECT_GE(listed.sessions(0).age_s(), 0.0);
+  EXPECT_LT(listed.sessions(0).age_s(), 5.0);
+  // 1.5 s: three leases' worth; the stepped one is stepped every 100 ms
+  for (int k = 0; k < 15; ++k) {
+    v1::Command command;
+    command.set_session_id(stepped);
+    command.add_tau(0.0);
+    v1::State state;
+    ASSERT_TRUE(stub_->Step(context().get(), command, &state).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  SessionRegistry& sessions = server_->sessions();
+  EXPECT_EQ(sessions.find(forgotten), nullptr) << "its lease ran out";
+  EXPECT_NE(sessions.find(stepped), nullptr);
+  EXPECT_NE(sessions.find(streamed), nullptr) << "a Control stream is open on it";
+  EXPECT_NE(sessions.find(lasting.session_id()), nullptr) << "no lease";
+  control.reset();  // the stream ends: the lease counts from there
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  // the stream's session and the one no longer stepped went too
+  ASSERT_EQ(sessions.list().size(), 1u);
+  EXPECT_EQ(sessions.list().front()->id(), lasting.session_id());
+}
+
 // Session names are unique among the open sessions: the CLI and start-up sessions address
 // sessions by name. A closed session's name is free again.
 TEST_F(ServerTest, ASessionNameIsUniqueAmongTheOpenSessions) {
