@@ -1,0 +1,325 @@
+"""gRPC side of the Python client: SimulationClient mirrors the C++ hilsim::client one
+(client/simulation_client.h). Every call has a deadline; a failed call raises RpcError with the
+server's status code and message."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+import threading
+import time
+from typing import Iterator, Optional, Sequence
+
+import grpc
+import numpy as np
+
+from hilsim.v1 import control_pb2, service_pb2, service_pb2_grpc, session_pb2, types_pb2
+
+_MODES = {
+    "realtime": types_pb2.SESSION_MODE_REALTIME,
+    "lockstep": types_pb2.SESSION_MODE_LOCKSTEP,
+    "free": types_pb2.SESSION_MODE_FREE,
+}
+
+
+class RpcError(RuntimeError):
+    """A gRPC call that failed: `code` (grpc.StatusCode) and the server's message."""
+
+    def __init__(self, method: str, code: grpc.StatusCode, message: str):
+        super().__init__(f"{method}: {code.name}: {message}")
+        self.method = method
+        self.code = code
+        self.message = message
+
+
+@dataclasses.dataclass
+class State:
+    """One control cycle's state (control.proto State) with numpy arrays: q (nq), v and tau (nv)
+    in the model's coordinate order [rad, m, rad/s, m/s, N·m, N]; times in ns on the clocks the
+    proto names."""
+
+    session_id: int
+    cycle: int
+    time: float
+    state: int
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    command_sequence: int
+    command_client_send_time_ns: int
+    command_receive_time_ns: int
+    publish_time_ns: int
+    send_time_ns: int
+    watchdog_tripped: bool
+
+    @staticmethod
+    def from_proto(message: control_pb2.State) -> "State":
+        return State(
+            session_id=message.session_id,
+            cycle=message.cycle,
+            time=message.time,
+            state=message.state,
+            q=np.array(message.q, dtype=float),
+            v=np.array(message.v, dtype=float),
+            tau=np.array(message.tau, dtype=float),
+            command_sequence=message.command_sequence,
+            command_client_send_time_ns=message.command_client_send_time_ns,
+            command_receive_time_ns=message.command_receive_time_ns,
+            publish_time_ns=message.publish_time_ns,
+            send_time_ns=message.send_time_ns,
+            watchdog_tripped=message.watchdog_tripped,
+        )
+
+    @property
+    def running(self) -> bool:
+        return self.state == types_pb2.SESSION_STATE_RUNNING
+
+
+@dataclasses.dataclass
+class CreatedSession:
+    """What CreateSession answers: the id, the UDP port and the 16-byte UDP token (shown only
+    here), and the full SessionInfo."""
+
+    session_id: int
+    udp_port: int
+    udp_token: bytes
+    info: session_pb2.SessionInfo
+
+
+def _forces(tau: Sequence[float] | np.ndarray) -> list[float]:
+    values = np.asarray(tau, dtype=float).ravel()
+    if not np.all(np.isfinite(values)):
+        raise ValueError("tau: every value must be finite")
+    return values.tolist()
+
+
+class ControlStream:
+    """The Control stream of one session (service.proto Control): commands in, States out.
+    Reading runs on a thread of its own into a queue, so receive() takes a timeout. Close it (or
+    use it as a context manager) to end the stream."""
+
+    def __init__(self, stub: service_pb2_grpc.SimulationStub, session_id: int, metadata):
+        self._session_id = session_id
+        self._outgoing: "queue.Queue[Optional[control_pb2.Command]]" = queue.Queue()
+        self._incoming: "queue.Queue[object]" = queue.Queue()
+        self._sequence = 0
+        self._call = stub.Control(self._requests(), metadata=metadata)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _requests(self) -> Iterator[control_pb2.Command]:
+        while True:
+            command = self._outgoing.get()
+            if command is None:
+                return
+            yield command
+
+    def _read(self) -> None:
+        try:
+            for message in self._call:
+                self._incoming.put(State.from_proto(message))
+        except grpc.RpcError as error:  # the stream's end or failure, for receive() to report
+            self._incoming.put(error)
+        self._incoming.put(None)
+
+    def _send(self, tau: list[float], steps: int) -> int:
+        self._sequence += 1
+        command = control_pb2.Command(
+            session_id=self._session_id,
+            sequence=self._sequence,
+            client_send_time_ns=time.monotonic_ns(),
+            tau=tau,
+            steps=steps,
+        )
+        self._outgoing.put(command)
+        return self._sequence
+
+    def sync(self, steps: int = 0) -> int:
+        """A command without torques: answered at once with the newest State (LOCKSTEP: after
+        `steps` cycles with the torques last applied). Returns its sequence number."""
+        return self._send([], steps)
+
+    def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0) -> int:
+        """Joint forces (nv values, v order) for the next cycle (LOCKSTEP: for `steps` cycles).
+        Returns the sequence number the answering State echoes."""
+        return self._send(_forces(tau), steps)
+
+    def receive(self, timeout: float = 1.0) -> Optional[State]:
+        """The next State, or None after `timeout` seconds. Raises RpcError when the stream
+        failed, EOFError when it ended."""
+        try:
+            item = self._incoming.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if item is None:
+            self._incoming.put(None)
+            raise EOFError("the Control stream has ended")
+        if isinstance(item, grpc.RpcError):
+            raise RpcError("Control", item.code(), item.details())
+        return item
+
+    def close(self) -> None:
+        """Ends the stream from this side and waits for the reader."""
+        self._outgoing.put(None)
+        self._call.cancel()
+        self._reader.join(timeout=5.0)
+
+    def __enter__(self) -> "ControlStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class StateStream:
+    """A StreamStates feed: iterate it for States; cancel() ends it from any thread."""
+
+    def __init__(self, call):
+        self._call = call
+
+    def __iter__(self) -> Iterator[State]:
+        try:
+            for message in self._call:
+                yield State.from_proto(message)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.CANCELLED:
+                raise RpcError("StreamStates", error.code(), error.details()) from None
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class SimulationClient:
+    """The Simulation service of one server (service.proto), as the C++ SimulationClient.
+
+    `target`: "host:port" (default $HILSIM_SERVER or 127.0.0.1:50051); `token`: the access
+    token (default $HILSIM_ACCESS_TOKEN), sent as `authorization: Bearer …`; `timeout`: the
+    deadline of each unary call [s]."""
+
+    def __init__(self, target: Optional[str] = None, token: Optional[str] = None,
+                 timeout: float = 5.0):
+        self.target = target or os.environ.get("HILSIM_SERVER", "127.0.0.1:50051")
+        token = token if token is not None else os.environ.get("HILSIM_ACCESS_TOKEN", "")
+        self._metadata = [("authorization", f"Bearer {token}")] if token else []
+        self._timeout = timeout
+        self._channel = grpc.insecure_channel(self.target)
+        self._stub = service_pb2_grpc.SimulationStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "SimulationClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, name: str, request):
+        try:
+            return getattr(self._stub, name)(request, timeout=self._timeout,
+                                             metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise RpcError(name, error.code(), error.details()) from None
+
+    # --- models and sessions ---------------------------------------------------------------
+
+    def list_models(self) -> list[str]:
+        """The names of the models the server offers, the default first."""
+        return [m.name for m in self._call("ListModels", service_pb2.ListModelsRequest()).models]
+
+    def create_session(self, model: str, *, mode: str = "realtime", rate_hz: float = 0.0,
+                       substeps: int = 0, name: str = "", idle_timeout_s: float = 0.0,
+                       start: bool = False, urdf: Optional[str] = None,
+                       yaml: Optional[str] = None,
+                       config: Optional[session_pb2.SessionConfig] = None) -> CreatedSession:
+        """Creates a session on a model the server offers by name, or on a model text (`urdf`
+        or `yaml`, with `model` naming it in errors). Fields left 0 take the server's defaults;
+        `config` gives any other SessionConfig field. `start`: start it at once."""
+        request = service_pb2.CreateSessionRequest()
+        if urdf is not None:
+            request.model.urdf = urdf
+            request.model.source_name = model
+        elif yaml is not None:
+            request.model.yaml = yaml
+            request.model.source_name = model
+        else:
+            request.model.bundled_name = model
+        if config is not None:
+            request.config.CopyFrom(config)
+        if mode not in _MODES:
+            raise ValueError(f"mode: {mode!r}, expected one of {sorted(_MODES)}")
+        request.config.mode = _MODES[mode]
+        if rate_hz:
+            request.config.control_rate_hz = rate_hz
+        if substeps:
+            request.config.substeps = substeps
+        if name:
+            request.config.name = name
+        if idle_timeout_s:
+            request.config.idle_timeout_s = idle_timeout_s
+        response = self._call("CreateSession", request)
+        session_id = response.session.session_id
+        info = response.session
+        if start:
+            try:
+                info = self.start_session(session_id)
+            except RpcError:
+                self.close_session(session_id)  # created but not startable: not left behind
+                raise
+        return CreatedSession(session_id, response.session.udp_port, response.udp_token, info)
+
+    def _session(self, name: str, session_id: int):
+        return self._call(name, service_pb2.SessionRequest(session_id=session_id))
+
+    def start_session(self, session_id: int) -> session_pb2.SessionInfo:
+        return self._session("StartSession", session_id)
+
+    def pause_session(self, session_id: int) -> session_pb2.SessionInfo:
+        return self._session("PauseSession", session_id)
+
+    def stop_session(self, session_id: int) -> session_pb2.SessionInfo:
+        return self._session("StopSession", session_id)
+
+    def reset_session(self, session_id: int, q=None, v=None) -> session_pb2.SessionInfo:
+        request = service_pb2.ResetSessionRequest(session_id=session_id)
+        if q is not None:
+            request.q.extend(_forces(q))
+        if v is not None:
+            request.v.extend(_forces(v))
+        return self._call("ResetSession", request)
+
+    def close_session(self, session_id: int) -> session_pb2.SessionStats:
+        """Stops and removes the session; returns its final statistics."""
+        return self._session("CloseSession", session_id).final_stats
+
+    def get_session(self, session_id: int) -> session_pb2.SessionInfo:
+        return self._session("GetSession", session_id)
+
+    def list_sessions(self) -> list[session_pb2.SessionInfo]:
+        return list(self._call("ListSessions", service_pb2.ListSessionsRequest()).sessions)
+
+    def get_stats(self, session_id: int) -> session_pb2.SessionStats:
+        return self._session("GetStats", session_id)
+
+    # --- control ------------------------------------------------------------------------------
+
+    def step(self, session_id: int, tau: Sequence[float] | np.ndarray, steps: int = 1) -> State:
+        """LOCKSTEP: `steps` control cycles with joint forces `tau` (nv values); the State after
+        the last."""
+        command = control_pb2.Command(session_id=session_id, tau=_forces(tau), steps=steps,
+                                      client_send_time_ns=time.monotonic_ns())
+        return State.from_proto(self._call("Step", command))
+
+    def control(self, session_id: int) -> ControlStream:
+        """Opens the session's Control stream and binds it with a sync (its answer is the first
+        State receive() returns)."""
+        stream = ControlStream(self._stub, session_id, self._metadata)
+        stream.sync()
+        return stream
+
+    def stream_states(self, session_id: int, decimation: int = 1) -> StateStream:
+        """Every `decimation`-th State of the session as it is published, for as long as the
+        returned stream is iterated (StreamStates)."""
+        request = service_pb2.StreamStatesRequest(session_id=session_id, decimation=decimation)
+        return StateStream(self._stub.StreamStates(request, metadata=self._metadata))

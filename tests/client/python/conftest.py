@@ -1,0 +1,52 @@
+"""A real hilsim-server on loopback for the Python client's tests: ephemeral gRPC and UDP ports,
+no metrics, the bundled models. HILSIM_SERVER_EXE names the executable (tests/CMakeLists.txt)."""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+CONFIG = """listen:
+  address: 127.0.0.1
+  grpc_port: 0
+  udp: {enabled: true, ports: [0, 0]}
+  metrics: {enabled: false}
+session_defaults:
+  thread: {lock_memory: false}
+"""
+
+
+@pytest.fixture(scope="session")
+def server():
+    """The server's gRPC target, "127.0.0.1:<port>"."""
+    executable = os.environ["HILSIM_SERVER_EXE"]
+    with tempfile.TemporaryDirectory() as directory:
+        config = os.path.join(directory, "server.yaml")
+        with open(config, "w") as f:
+            f.write(CONFIG)
+        log_path = os.path.join(directory, "server.log")
+        with open(log_path, "w") as log:
+            process = subprocess.Popen([executable, "--config", config], stdout=log,
+                                       stderr=subprocess.STDOUT)
+        try:
+            target = None
+            deadline = time.monotonic() + 20.0
+            while target is None and time.monotonic() < deadline:
+                with open(log_path) as log:
+                    found = re.search(r"listening: gRPC (127\.0\.0\.1:\d+)", log.read())
+                if found:
+                    target = found.group(1)
+                elif process.poll() is not None:
+                    break
+                else:
+                    time.sleep(0.05)
+            if target is None:
+                with open(log_path) as log:
+                    pytest.fail("hilsim-server did not start:\n" + log.read())
+            yield target
+        finally:
+            process.terminate()
+            process.wait(timeout=10)

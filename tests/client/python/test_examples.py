@@ -1,0 +1,39 @@
+"""The Python examples (client/python/examples) run against a real server and do what they
+say: the PID example brings the arm to its target, the logger writes the states it read."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "client", "python",
+                        "examples")
+
+
+def run(server, script, *args):
+    return subprocess.run([sys.executable, os.path.join(EXAMPLES, script), "--server", server,
+                           *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_pid_example_holds_the_arm_at_its_target(server):
+    result = run(server, "pd_controller.py", "--duration", "3")
+    assert result.returncode == 0, result.stderr
+    errors = [float(e) for e in re.findall(r"max joint error ([0-9.]+) rad", result.stdout)]
+    assert len(errors) >= 3, result.stdout
+    assert errors[0] > 0.5  # from the initial posture
+    assert errors[-1] < 0.02, result.stdout
+    assert "commands applied" in result.stdout
+
+
+def test_the_state_log_example_writes_the_states_it_read(server, tmp_path):
+    output = tmp_path / "log.npz"
+    result = run(server, "state_log.py", "--duration", "1", "--decimation", "10", "--output",
+                 str(output))
+    assert result.returncode == 0, result.stderr
+    log = np.load(output)
+    assert log["q"].ndim == 2 and log["q"].shape[1] == 1  # the pendulum
+    assert 50 <= len(log["t"]) <= 110  # 1 s of a 1 kHz session, every 10th cycle
+    assert np.all(np.diff(log["cycle"]) >= 10)
+    assert f"wrote {len(log['t'])} states" in result.stdout

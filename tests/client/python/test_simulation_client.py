@@ -1,0 +1,112 @@
+"""SimulationClient against a real server: the session life cycle, lockstep steps, the Control
+stream, state streams and the errors, with numpy arrays in and out."""
+
+import os
+
+import grpc
+import numpy as np
+import pytest
+
+import hilsim
+
+
+@pytest.fixture
+def client(server):
+    with hilsim.SimulationClient(server) as c:
+        yield c
+        for s in c.list_sessions():  # each test leaves the server empty
+            c.close_session(s.session_id)
+
+
+def test_models_and_a_lockstep_session(client):
+    models = client.list_models()
+    assert models[0] == "iiwa14"
+    assert "pendulum" in models
+    created = client.create_session("iiwa14", mode="lockstep", name="py", start=True)
+    assert created.info.name == "py"
+    assert len(created.udp_token) == 16
+    state = client.step(created.session_id, np.zeros(7), steps=10)
+    assert isinstance(state.q, np.ndarray) and state.q.shape == (7,)
+    assert state.v.shape == (7,) and state.tau.shape == (7,)
+    assert state.cycle == 10
+    assert state.time == pytest.approx(0.010, abs=1e-12)
+    assert state.running
+    [listed] = client.list_sessions()
+    assert listed.name == "py" and listed.owner.startswith("ipv")
+    stats = client.close_session(created.session_id)
+    assert stats.cycles == 10
+    assert client.list_sessions() == []
+
+
+def test_steps_are_deterministic_however_they_are_split(client):
+    # one Step of 200 cycles and 200 Steps of one give the same motion, to the last bit
+    tau = np.array([0.5])
+    finals = []
+    for split in (1, 200):
+        created = client.create_session("pendulum", mode="lockstep", start=True)
+        client.reset_session(created.session_id, q=[0.7])
+        client.start_session(created.session_id)
+        for _ in range(split):
+            state = client.step(created.session_id, tau, steps=200 // split)
+        assert state.cycle == 200
+        finals.append(state)
+        client.close_session(created.session_id)
+    np.testing.assert_array_equal(finals[0].q, finals[1].q)
+    np.testing.assert_array_equal(finals[0].v, finals[1].v)
+    assert finals[0].q[0] != 0.7  # it moved
+
+
+def test_a_pd_law_over_the_control_stream_holds_the_pendulum(client):
+    created = client.create_session("pendulum", mode="lockstep", start=True)
+    target = 0.4  # [rad]
+    with client.control(created.session_id) as stream:
+        state = stream.receive(timeout=5.0)  # the answer to the binding sync
+        assert state is not None
+        for _ in range(3000):  # 3 s at 1 kHz
+            tau = 40.0 * (target - state.q) - 8.0 * state.v
+            sequence = stream.send(tau, steps=1)
+            state = stream.receive(timeout=5.0)
+            assert state is not None and state.command_sequence == sequence
+    # PD without gravity compensation: a small offset remains, no motion
+    assert abs(state.q[0] - target) < 0.2
+    assert abs(state.v[0]) < 1e-3
+
+
+def test_a_state_stream_delivers_decimated_states(client):
+    created = client.create_session("pendulum", mode="realtime", start=True)
+    stream = client.stream_states(created.session_id, decimation=10)
+    cycles = []
+    for state in stream:
+        cycles.append(state.cycle)
+        if len(cycles) == 20:
+            stream.cancel()
+    assert len(cycles) == 20
+    gaps = np.diff(cycles)
+    assert np.all(gaps >= 10) and np.median(gaps) == 10
+
+
+def test_errors_are_rpc_errors_with_the_servers_code(client):
+    with pytest.raises(hilsim.RpcError) as unknown:
+        client.create_session("no_such_robot")
+    assert unknown.value.code == grpc.StatusCode.NOT_FOUND
+    assert "no_such_robot" in unknown.value.message
+    created = client.create_session("pendulum", mode="realtime", start=True)
+    with pytest.raises(hilsim.RpcError) as not_lockstep:
+        client.step(created.session_id, [0.0])
+    assert not_lockstep.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(ValueError):
+        client.step(created.session_id, [float("nan")])  # refused before it is sent
+    with pytest.raises(hilsim.RpcError) as gone:
+        client.get_session(999)
+    assert gone.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_model_text_is_sent_as_text(client):
+    with open(os.path.join(os.environ["HILSIM_MODEL_DIR"], "ur5.urdf")) as f:
+        urdf = f.read()
+    created = client.create_session("mybot.urdf", urdf=urdf, mode="lockstep", start=True)
+    assert created.info.model.nv == 6
+    with pytest.raises(hilsim.RpcError) as broken:
+        client.create_session("broken.urdf", urdf="<robot name='x'><link name='a'/>\n<bad/>")
+    assert broken.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "broken.urdf" in broken.value.message
