@@ -62,6 +62,7 @@ ProbeReport runJitterProbe(const ProbeOptions& options) {
   const int blocks = std::max(1, static_cast<int>(std::lround(options.duration)));
   const double block = options.duration / blocks;
   for (int b = 0; b < blocks; ++b) {
+    if (b > 0 && options.stop_requested && options.stop_requested()) break;
     runBaselineBlock(options, block, *baseline_latency, report.baseline);
     if (b == 0) session->start();
     else session->resume();

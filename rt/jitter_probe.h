@@ -3,6 +3,7 @@
 // the loop's cost shows as a ratio against what the host itself allows (`hilsim rt-probe`).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct ProbeOptions {
   Formulation formulation = Formulation::kAba;
   Integrator integrator = Integrator::kRk4;
   ThreadSetup thread;             ///< applied to both phases' threads
+  /// Polled between the blocks of about a second the phases take turns in: true ends the probe
+  /// there, with a report of what was measured (the CLI's Ctrl-C). Empty: never.
+  std::function<bool()> stop_requested;
 };
 
 struct ProbePhase {

@@ -21,6 +21,7 @@
 #include "client/cli/rt_probe.h"
 #include "client/cli/session_commands.h"
 #include "client/cli/text.h"
+#include "client/interrupt.h"
 #include "engine/formulations/formulations.h"
 #include "engine/io/model_loader.h"
 
@@ -245,7 +246,15 @@ void runProbeCommand(const ProbeArgs& args, std::ostream& out) {
     std::cerr << "rt-probe: two phases of " << args.duration
               << " s (bare clock_nanosleep loop, then hilsim's loop on " << args.model << ")…\n";
   }
+  // Ctrl-C: the probe ends after its current block of about a second and reports what it has
+  const client::InterruptGuard interrupts;
+  options.stop_requested = [] { return client::InterruptGuard::requested(); };
   writeProbeReport(rt::runJitterProbe(options), args.json, out);
+  if (client::InterruptGuard::requested()) {
+    throw CliError(std::string("interrupted by ") + client::InterruptGuard::signalName() +
+                       "; the report covers the blocks measured until then",
+                   client::InterruptGuard::exitCode());
+  }
 }
 
 // hilsim rt-probe

@@ -64,10 +64,13 @@ template <typename Matrix>
 void jacobianRow(const Model& model, const Data& data, int body_a, const Vector6& g_a, int body_b,
                  const Vector6& g_b, Matrix& J, int row) {
   J.row(row).setZero();
+  // each column of S_W as a fixed-size 6-vector: the dot product unrolls (a row of a loop model
+  // is evaluated every step, on a path of a few dofs)
+  const auto column = [&](int d) { return Eigen::Map<const Vector6>(data.S_W.col(d).data()); };
   for (int d = lastDof(model, body_b); d >= 0; d = model.dof_parent[d])
-    J(row, d) += g_b.dot(data.S_W.col(d));
+    J(row, d) += g_b.dot(column(d));
   for (int d = lastDof(model, body_a); d >= 0; d = model.dof_parent[d])
-    J(row, d) += g_a.dot(data.S_W.col(d));
+    J(row, d) += g_a.dot(column(d));
 }
 
 // Writes row `row` into the outputs that want it: J's row, and its spatial form.
