@@ -1,5 +1,6 @@
 #include "server/conversions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -166,9 +167,20 @@ std::string checkVector(const google::protobuf::RepeatedField<double>& values, i
   return "";
 }
 
+StepLimit sessionStepLimit(const v1::SessionConfig& request, const Model& model) {
+  if (request.initial_q_size() == model.nq &&
+      std::all_of(request.initial_q().begin(), request.initial_q().end(),
+                  [](double x) { return std::isfinite(x); })) {
+    return rk4StepLimit(model, Eigen::Map<const Eigen::VectorXd>(request.initial_q().data(),
+                                                                 model.nq));
+  }
+  return rk4StepLimit(model, model.initialConfiguration());
+}
+
 std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerConfig& server,
                                  std::shared_ptr<const Model> model, std::uint64_t session_id,
-                                 rt::SessionConfig* out, v1::SessionConfig* effective) {
+                                 rt::SessionConfig* out, v1::SessionConfig* effective,
+                                 const StepLimit* step_limit) {
   const v1::SessionConfig& defaults = server.session_defaults;
   v1::SessionConfig e;
 
@@ -216,10 +228,18 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   e.mutable_initial_v()->CopyFrom(request.initial_v());
   e.set_max_speed(pick(request.max_speed(), defaults.max_speed(), 1e4));
   e.set_command_capacity(pick(request.command_capacity(), defaults.command_capacity(), 64u));
-  e.set_idle_timeout_s(pick(request.idle_timeout_s(), defaults.idle_timeout_s(), 0.0));
+  e.set_idle_timeout_s(request.has_idle_timeout_s() ? request.idle_timeout_s()
+                                                    : defaults.idle_timeout_s());
   e.set_name(request.name().empty() ? "session-" + std::to_string(session_id) : request.name());
 
   // Ranges of the contract, then the server's limits.
+  if (!request.name().empty() && request.name().rfind("session-", 0) == 0 &&
+      request.name().size() > 8 &&
+      std::all_of(request.name().begin() + 8, request.name().end(),
+                  [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    return "config.name = '" + request.name() +
+           "': session-<number> is the name the server gives an unnamed session";
+  }
   if (e.name().size() > kMaxNameBytes) {
     return "config.name: " + std::to_string(e.name().size()) + " bytes, allowed at most " +
            std::to_string(kMaxNameBytes);
@@ -334,17 +354,23 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
     // A step the joint springs and dampers make unstable faults the session within cycles. When
     // the request left substeps to the server, it takes as many as the step needs (reported in
     // the effective configuration); substeps the request asked for are refused with the number.
-    const StepLimit limit =
-        rk4StepLimit(*c.model, c.initial_q ? *c.initial_q : c.model->initialConfiguration());
+    const StepLimit limit = step_limit != nullptr ? *step_limit : sessionStepLimit(request, *c.model);
     const double dt = 1.0 / (rate * c.substeps);
-    if (dt > limit.max_dt) {
-      const int needed = static_cast<int>(std::ceil(1.0 / (rate * 0.9 * limit.max_dt)));
+    if (dt > limit.max_dt && limit.max_dt > 0.0) {
+      const double wanted = std::ceil(1.0 / (rate * 0.9 * limit.max_dt));
+      const int most = std::min(server.max_substeps, 1000);
+      const int needed = static_cast<int>(std::min(wanted, 1e9));
       const std::string why =
           "dt = 1 / (rate · substeps) = " + describe(dt) + " s is above the largest step RK4 is "
           "stable at on '" + c.model->name + "' (" + describe(limit.max_dt) + " s, set by joint '" +
           (limit.joint > 0 ? c.model->joint_names[limit.joint] : std::string("?")) +
           "': its damping or spring against its inertia)";
-      if (request.substeps() != 0 || needed > std::min(server.max_substeps, 1000)) {
+      if (needed > most) {
+        return "config.substeps = " + std::to_string(c.substeps) + ": " + why + "; even " +
+               std::to_string(most) + " substeps (this server's most) do not reach it at " +
+               describe(rate) + " Hz: give the joint armature, or use a lower rate";
+      }
+      if (request.substeps() != 0) {
         return "config.substeps = " + std::to_string(c.substeps) + ": " + why + "; use substeps ≥ " +
                std::to_string(needed) + " at " + describe(rate) + " Hz";
       }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/integrators/step_limit.h"
 #include "engine/model/model.h"
 #include "hilsim/v1/session.pb.h"
 #include "rt/events.h"
@@ -36,9 +37,16 @@ std::uint32_t udpCommandMaxBytes(int nv);
 /// contract's ranges and the server's limits. On success fills `out` (model, initial state,
 /// name included) and `effective` (every default filled in) and returns ""; otherwise returns
 /// the INVALID_ARGUMENT message naming the field, the value and the allowed range.
+/// `step_limit`: rk4StepLimit of the model at the session's initial q, when the caller has
+/// computed it (outside its locks: an eigendecomposition of 2nv × 2nv); null: computed here.
 std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerConfig& server,
                                  std::shared_ptr<const Model> model, std::uint64_t session_id,
-                                 rt::SessionConfig* out, v1::SessionConfig* effective);
+                                 rt::SessionConfig* out, v1::SessionConfig* effective,
+                                 const StepLimit* step_limit = nullptr);
+
+/// The StepLimit resolveSessionConfig checks the step against: at the request's initial_q when
+/// it is nq finite values, else at the model's initial configuration.
+StepLimit sessionStepLimit(const v1::SessionConfig& request, const Model& model);
 
 /// Checks a position or velocity vector from a request: `size` finite values. "" when valid,
 /// else the message ("initial_q: 6 values, the model has nq = 7").

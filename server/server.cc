@@ -148,6 +148,9 @@ void Server::start() {
     v1::CreateSessionRequest request;
     request.mutable_model()->set_bundled_name(startup.model);
     *request.mutable_config() = startup.config;
+    // a start-up session waits for its controller as long as the server runs, unless its own
+    // configuration gives it a lease (session_defaults' is for the clients' sessions)
+    if (!startup.config.has_idle_timeout_s()) request.mutable_config()->set_idle_timeout_s(0.0);
     v1::CreateSessionResponse response;
     const grpc::Status status = s.registry->create(request, &response, startup.udp_port);
     if (!status.ok()) {

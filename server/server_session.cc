@@ -251,7 +251,7 @@ void ServerSession::latestState(v1::State* out) {
 double ServerSession::idleSeconds() {
   const std::uint64_t received = session_->stats().commands_received;
   if (commands_seen_.exchange(received, std::memory_order_relaxed) != received ||
-      hasControlStream()) {
+      hasControlStream() || readers_.load(std::memory_order_relaxed) > 0) {
     touch();
   }
   return static_cast<double>(rt::monotonicNow() - last_use_.load(std::memory_order_relaxed)) *

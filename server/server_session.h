@@ -120,7 +120,7 @@ class ServerSession {
   /// Marks a use: an rpc that named the session.
   void touch() { last_use_.store(rt::monotonicNow(), std::memory_order_relaxed); }
   /// Seconds since the last use: an rpc (touch), a command taken into the channel (any
-  /// transport) or an open Control stream, whichever was last.
+  /// transport), an open Control stream or an open StreamStates, whichever was last.
   double idleSeconds();
   /// Seconds since creation.
   double ageSeconds() const {

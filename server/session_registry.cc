@@ -135,7 +135,11 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
     std::unique_lock lock(lease_mutex_);
     while (!lease_wake_.wait_for(lock, kLeaseCheckInterval, [this] { return lease_stop_; })) {
       lock.unlock();
-      closeIdleSessions();
+      try {
+        closeIdleSessions();
+      } catch (const std::exception& e) {  // a thread's exception would end the process
+        spdlog::error("lease check: {}", e.what());
+      }
       lock.lock();
     }
   });
@@ -325,13 +329,15 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
                    std::to_string(rt::kMaxCoordinates) + " coordinates in q and in v");
   }
 
+  // outside the lock: an eigendecomposition that Step and the transports must not wait for
+  const StepLimit step_limit = sessionStepLimit(request.config(), *model);
   std::lock_guard lock(mutex_);
   if (grpc::Status status = checkSessionLimit(); !status.ok()) return status;
   const std::uint64_t id = next_id_;
   rt::SessionConfig rt_config;
   v1::SessionConfig effective;
   if (std::string error = resolveSessionConfig(request.config(), config_, model, id, &rt_config,
-                                               &effective);
+                                               &effective, &step_limit);
       !error.empty()) {
     return invalid(error);
   }

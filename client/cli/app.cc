@@ -310,8 +310,8 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
   command->add_flag("--floating-base", create.floating_base,
                     "A URDF file's root link on a free joint");
   command->add_option("--idle-timeout", args->create_idle_timeout,
-                      "Lease: the server closes the session after this long unused [s] "
-                      "(default: the server's; 0 there: never)")
+                      "Lease: the server closes the session after this long unused [s]; 0: "
+                      "never (default: the server's session_defaults)")
       ->type_name("SECONDS");
   command->add_option("--mode", create.mode, "realtime, lockstep or free")
       ->capture_default_str();

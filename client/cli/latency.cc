@@ -375,11 +375,11 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
                    " within 2 s" + (o.transport == "udp" ? " (is UDP port " +
                    std::to_string(info.udp_port()) + " of " + host + " reachable?)" : ""));
   }
-  recorder.stateReceived(latest, when);
+  if (bound) recorder.stateReceived(latest, when);
   // REALTIME: States stream in every cycle; send half a period after one arrives, so that each
   // command reaches the next cycle with margin on both sides.
   Nanoseconds next = monotonicNow();
-  if (!lockstep) {
+  if (!lockstep && bound) {
     const Nanoseconds until = monotonicNow() + 30 * kMillisecond;
     while (link->receive(state, when, until)) {
       recorder.stateReceived(state, when);
@@ -388,7 +388,7 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
     next = when + period / 2;
     while (next < monotonicNow()) next += period;
   }
-  law.start(latest);
+  if (bound) law.start(latest);
 
   std::vector<double> tau;
   Progress progress("latency", o.duration, "s");

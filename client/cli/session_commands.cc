@@ -306,13 +306,13 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
   v1::CreateSessionRequest request;
   *request.mutable_model() = modelSourceFor(o.model, o.floating_base);
   v1::SessionConfig& c = *request.mutable_config();
-  if (o.idle_timeout != 0.0) {
-    if (!(o.idle_timeout > 0.0 && o.idle_timeout <= 1e6)) {
+  if (o.idle_timeout) {
+    if (!(*o.idle_timeout >= 0.0 && *o.idle_timeout <= 1e6)) {
       throw CliError("--idle-timeout must be within 0 to 10⁶ s, got " +
-                         formatNumber(o.idle_timeout),
+                         formatNumber(*o.idle_timeout),
                      kExitUsage);
     }
-    c.set_idle_timeout_s(o.idle_timeout);
+    c.set_idle_timeout_s(*o.idle_timeout);
   }
   if (!o.name.empty()) {
     if (isSessionId(o.name)) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <optional>
 #include <string>
 
 #include <google/protobuf/message.h>
@@ -29,7 +30,8 @@ struct CreateOptions {
   std::string model;
   bool floating_base = false;       ///< a URDF file's root on a free joint
   std::string name;                 ///< the session's name; empty: the server's ("session-<id>")
-  double idle_timeout = 0.0;        ///< lease [s]: closed after this long unused; 0: the server's
+  /// lease [s]: closed after this long unused; 0: never; absent: the server's default
+  std::optional<double> idle_timeout;
   std::string mode = "realtime";    ///< realtime, lockstep or free
   double rate = 0.0;                ///< control rate [Hz]; 0: the server's default
   int substeps = 0;                 ///< physics steps per cycle; 0: the server's default

@@ -1,5 +1,6 @@
 #include "engine/integrators/step_limit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 
@@ -47,9 +48,14 @@ StepLimit rk4StepLimit(const Model& model, const Eigen::VectorXd& q) {
   A.bottomRightCorner(n, n) = -llt.solve(Eigen::MatrixXd(model.damping.asDiagonal()));
   const Eigen::EigenSolver<Eigen::MatrixXd> eigen(A);
   if (eigen.info() != Eigen::Success) return limit;
+  // a free coordinate has λ = 0, which round-off turns into ±1e-16 or so: zero below 1e-10 of
+  // the largest; and Re λ ≤ 0 in exact arithmetic (K, D ≥ 0, M > 0), so a round-off positive
+  // real part is cut to 0 rather than read as an unstable mode
+  const double largest = eigen.eigenvalues().cwiseAbs().maxCoeff();
   for (int k = 0; k < 2 * n; ++k) {
-    const std::complex<double> lambda = eigen.eigenvalues()(k);
-    if (std::abs(lambda) < 1e-9) continue;  // a free coordinate: no bound
+    std::complex<double> lambda = eigen.eigenvalues()(k);
+    if (!(std::abs(lambda) > 1e-10 * largest)) continue;
+    lambda.real(std::min(lambda.real(), 0.0));
     const double h = rk4RayLimit(lambda);
     if (h >= limit.max_dt) continue;
     limit.max_dt = h;

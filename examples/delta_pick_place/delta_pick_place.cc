@@ -79,6 +79,11 @@ int main(int argc, char** argv) {
     v1::State state;
     udp.sync();
     while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();
+    if (InterruptGuard::requested()) {  // before any State: nothing measured, nothing to show
+      closer.close();
+      std::printf("interrupted by %s before the first State\n", InterruptGuard::signalName());
+      return InterruptGuard::exitCode();
+    }
 
     const auto cycles = static_cast<std::uint64_t>(options.duration * 1000.0);
     const std::uint64_t first_cycle = state.cycle();

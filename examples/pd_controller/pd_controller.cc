@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
     v1::State state;
     udp.sync();
     while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();  // ask again until the server answers
+    if (InterruptGuard::requested()) {  // before any State: nothing measured, nothing to show
+      closer.close();
+      std::printf("interrupted by %s before the first State\n", InterruptGuard::signalName());
+      return InterruptGuard::exitCode();
+    }
 
     // 4. Answer every State with torques until the duration has passed.
     const auto cycles = static_cast<std::uint64_t>(options.duration * 1000.0);

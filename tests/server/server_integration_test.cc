@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "client/simulation_client.h"
@@ -842,6 +843,46 @@ TEST_F(ServerTest, ASessionNobodyUsesIsClosedWhenItsLeaseRunsOut) {
   // the stream's session and the one no longer stepped went too
   ASSERT_EQ(sessions.list().size(), 1u);
   EXPECT_EQ(sessions.list().front()->id(), lasting.session_id());
+}
+
+// A server-wide default lease: a request that says 0 keeps its session for good; an open
+// StreamStates is a use (a viewer or a logger watching); a session on the default goes.
+TEST_F(ServerTest, ALeaseOfZeroIsNeverAndAWatchedSessionIsInUse) {
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.session_defaults.set_idle_timeout_s(0.4);
+  startServer(config);
+  const auto create_named = [&](const std::string& name, std::optional<double> lease) {
+    v1::CreateSessionRequest request = bundledRequest("pendulum");
+    request.mutable_config()->set_name(name);
+    if (lease) request.mutable_config()->set_idle_timeout_s(*lease);
+    v1::CreateSessionResponse response;
+    EXPECT_TRUE(create(request, &response).ok());
+    return response.session().session_id();
+  };
+  const std::uint64_t kept = create_named("kept", 0.0);
+  const std::uint64_t watched = create_named("watched", std::nullopt);
+  const std::uint64_t left = create_named("left", std::nullopt);
+  ASSERT_TRUE(start(watched).ok());
+  client::SimulationClient client(server_->grpcTarget());
+  auto stream = client.streamStates(watched);
+  v1::State state;
+  ASSERT_TRUE(stream->read(state));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::vector<std::uint64_t> open;
+  for (const auto& session : server_->sessions().list()) open.push_back(session->id());
+  EXPECT_EQ(open, (std::vector<std::uint64_t>{kept, watched})) << "'left' (id " << left << ") went";
+  stream->cancel();
+  stream->finish();
+  // the server's own names are not a client's to take
+  v1::CreateSessionRequest request = bundledRequest("pendulum");
+  request.mutable_config()->set_name("session-42");
+  v1::CreateSessionResponse response;
+  const grpc::Status status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("the name the server gives an unnamed session"),
+            std::string::npos)
+      << status.error_message();
 }
 
 // Session names are unique among the open sessions: the CLI and start-up sessions address

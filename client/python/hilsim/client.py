@@ -87,11 +87,11 @@ class CreatedSession:
     info: session_pb2.SessionInfo
 
 
-def _forces(tau: Sequence[float] | np.ndarray) -> list[float]:
-    values = np.asarray(tau, dtype=float).ravel()
-    if not np.all(np.isfinite(values)):
-        raise ValueError("tau: every value must be finite")
-    return values.tolist()
+def _finite(values: Sequence[float] | np.ndarray, name: str = "tau") -> list[float]:
+    array = np.asarray(values, dtype=float).ravel()
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name}: every value must be finite")
+    return array.tolist()
 
 
 class ControlStream:
@@ -143,7 +143,7 @@ class ControlStream:
     def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0) -> int:
         """Joint forces (nv values, v order) for the next cycle (LOCKSTEP: for `steps` cycles).
         Returns the sequence number the answering State echoes."""
-        return self._send(_forces(tau), steps)
+        return self._send(_finite(tau), steps)
 
     def receive(self, timeout: float = 1.0) -> Optional[State]:
         """The next State, or None after `timeout` seconds. Raises RpcError when the stream
@@ -228,14 +228,17 @@ class SimulationClient:
         """The names of the models the server offers, the default first."""
         return [m.name for m in self._call("ListModels", service_pb2.ListModelsRequest()).models]
 
-    def create_session(self, model: str, *, mode: str = "realtime", rate_hz: float = 0.0,
-                       substeps: int = 0, name: str = "", idle_timeout_s: float = 0.0,
+    def create_session(self, model: str, *, mode: Optional[str] = None, rate_hz: float = 0.0,
+                       substeps: int = 0, name: str = "",
+                       idle_timeout_s: Optional[float] = None,
                        start: bool = False, urdf: Optional[str] = None,
                        yaml: Optional[str] = None,
                        config: Optional[session_pb2.SessionConfig] = None) -> CreatedSession:
         """Creates a session on a model the server offers by name, or on a model text (`urdf`
-        or `yaml`, with `model` naming it in errors). Fields left 0 take the server's defaults;
-        `config` gives any other SessionConfig field. `start`: start it at once."""
+        or `yaml`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
+        (None: the server's default). Fields left 0 or None take the server's defaults;
+        `config` gives any other SessionConfig field. `idle_timeout_s`: a lease (0: never).
+        `start`: start it at once (a session that cannot start is closed again)."""
         request = service_pb2.CreateSessionRequest()
         if urdf is not None:
             request.model.urdf = urdf
@@ -247,16 +250,17 @@ class SimulationClient:
             request.model.bundled_name = model
         if config is not None:
             request.config.CopyFrom(config)
-        if mode not in _MODES:
-            raise ValueError(f"mode: {mode!r}, expected one of {sorted(_MODES)}")
-        request.config.mode = _MODES[mode]
+        if mode is not None:
+            if mode not in _MODES:
+                raise ValueError(f"mode: {mode!r}, expected one of {sorted(_MODES)}")
+            request.config.mode = _MODES[mode]
         if rate_hz:
             request.config.control_rate_hz = rate_hz
         if substeps:
             request.config.substeps = substeps
         if name:
             request.config.name = name
-        if idle_timeout_s:
+        if idle_timeout_s is not None:
             request.config.idle_timeout_s = idle_timeout_s
         response = self._call("CreateSession", request)
         session_id = response.session.session_id
@@ -265,7 +269,10 @@ class SimulationClient:
             try:
                 info = self.start_session(session_id)
             except RpcError:
-                self.close_session(session_id)  # created but not startable: not left behind
+                try:  # created but not startable: not left behind
+                    self.close_session(session_id)
+                except RpcError:
+                    pass  # the start's error is the one to report
                 raise
         return CreatedSession(session_id, response.session.udp_port, response.udp_token, info)
 
@@ -284,9 +291,9 @@ class SimulationClient:
     def reset_session(self, session_id: int, q=None, v=None) -> session_pb2.SessionInfo:
         request = service_pb2.ResetSessionRequest(session_id=session_id)
         if q is not None:
-            request.q.extend(_forces(q))
+            request.q.extend(_finite(q, "q"))
         if v is not None:
-            request.v.extend(_forces(v))
+            request.v.extend(_finite(v, "v"))
         return self._call("ResetSession", request)
 
     def close_session(self, session_id: int) -> session_pb2.SessionStats:
@@ -307,7 +314,7 @@ class SimulationClient:
     def step(self, session_id: int, tau: Sequence[float] | np.ndarray, steps: int = 1) -> State:
         """LOCKSTEP: `steps` control cycles with joint forces `tau` (nv values); the State after
         the last."""
-        command = control_pb2.Command(session_id=session_id, tau=_forces(tau), steps=steps,
+        command = control_pb2.Command(session_id=session_id, tau=_finite(tau), steps=steps,
                                       client_send_time_ns=time.monotonic_ns())
         return State.from_proto(self._call("Step", command))
 

@@ -14,12 +14,13 @@ def test_a_pd_law_over_udp_at_1_khz(server):
                                         idle_timeout_s=10.0)
         with hilsim.UdpController("127.0.0.1", created.udp_port, created.session_id,
                                   created.udp_token) as udp:
-            udp.sync()
             state = None
-            while state is None:
+            for _ in range(50):  # the server answers a sync at once; 5 s at most
+                udp.sync()
                 state = udp.receive(0.1)
-                if state is None:
-                    udp.sync()
+                if state is not None:
+                    break
+            assert state is not None, "no State over UDP"
             target = 0.3
             answered = 0
             end = time.monotonic() + 1.5
