@@ -38,16 +38,21 @@ def main() -> int:
                     state = udp.receive(0.1)
                 # zero torques: what is measured is the path, not a control law
                 tau = np.zeros(len(state.v))
-                # States come every cycle: send half a period after one arrives, as `hilsim
-                # latency` does, so that each command reaches the next cycle with margin
-                while udp.receive(0.0005) is not None:
-                    pass
-                udp.receive(0.1)
-                phase = time.monotonic()  # just after a State arrived (or 0.1 s without)
+                # States come every cycle: send half a period after one is published, as
+                # `hilsim latency` does, so that each command reaches the next cycle with margin.
+                # On the server's host its publish time is on this clock (CLOCK_MONOTONIC);
+                # elsewhere the arrival time stands in for it.
+                latest = udp.receive(0.1)
+                loopback = host in ("127.0.0.1", "::1", "localhost")
+                phase = (latest.publish_time_ns * 1e-9
+                         if loopback and latest is not None and latest.publish_time_ns > 0
+                         else time.monotonic())
                 sent = {}  # sequence → send time [ns]
                 round_trips = []
                 late_periods = 0
                 next_send = phase + period / 2
+                while next_send < time.monotonic():
+                    next_send += period
                 end = next_send + options.duration
                 while next_send < end:
                     now = time.monotonic()

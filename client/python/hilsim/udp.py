@@ -5,6 +5,7 @@ with UdpState datagrams from the same port."""
 from __future__ import annotations
 
 import dataclasses
+import select
 import socket
 import time
 from typing import Optional, Sequence
@@ -95,13 +96,19 @@ class UdpController:
             if remaining <= 0.0:
                 self.stats.timeouts += 1
                 return None
-            self._socket.settimeout(remaining)
+            # select() waits to the microsecond; a socket timeout (poll) rounds up to the next
+            # millisecond, a whole control period at 1 kHz
             try:
-                datagram = self._socket.recv(_MAX_DATAGRAM)
-            except socket.timeout:
+                readable, _, _ = select.select([self._socket], [], [], remaining)
+            except OSError:
+                self.stats.receive_errors += 1
+                return None
+            if not readable:
                 self.stats.timeouts += 1
                 return None
-            except OSError:
+            try:
+                datagram = self._socket.recv(_MAX_DATAGRAM)
+            except OSError:  # e.g. ICMP port unreachable reported on the next read
                 self.stats.receive_errors += 1
                 continue
             message = udp_pb2.UdpState()
