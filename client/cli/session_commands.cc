@@ -200,6 +200,11 @@ void writeSessionInfo(const v1::SessionInfo& info, std::ostream& out) {
   const v1::SessionConfig& c = info.config();
   const v1::ModelInfo& m = info.model();
   out << "session      " << info.session_id() << " (" << info.name() << ")\n";
+  out << "owner        " << info.owner() << ", created " << readableDuration(info.age_s() * 1e9)
+      << " ago, lease "
+      << (c.idle_timeout_s() > 0.0 ? readableNumber(c.idle_timeout_s()) + " s idle"
+                                   : std::string("none"))
+      << "\n";
   out << "state        " << sessionStateName(info.state());
   if (info.has_fault()) out << ": " << info.fault().reason();
   out << "\n";
