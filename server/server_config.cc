@@ -572,21 +572,8 @@ void Parser::parseLimits(const Item& item) {
 bool Parser::modelExists(const std::string& name) const {
   const std::vector<std::string> names = bundledModelNames();
   if (std::find(names.begin(), names.end(), name) != names.end()) return true;
-  if (config_.model_directory.empty()) return false;
-  // a plain file stem, never a path
-  if (name.empty() || name[0] == '.') return false;
-  for (const char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
-      return false;
-    }
-  }
-  for (const char* extension : {".yaml", ".yml", ".urdf"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(fs::path(config_.model_directory) / (name + extension), ec)) {
-      return true;
-    }
-  }
-  return false;
+  return !config_.model_directory.empty() &&
+         !modelFileIn(config_.model_directory, name).empty();
 }
 
 std::vector<std::string> Parser::knownModels() const {

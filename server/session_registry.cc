@@ -1,7 +1,6 @@
 #include "server/session_registry.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <random>
 #include <system_error>
@@ -245,16 +244,8 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
 }
 
 std::string SessionRegistry::directoryModelPath(const std::string& name) const {
-  if (config_.model_directory.empty() || name.empty() || name[0] == '.') return {};
-  for (const char c : name) {  // a plain file stem, never a path
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return {};
-  }
-  for (const char* extension : {".yaml", ".yml", ".urdf"}) {
-    const fs::path candidate = fs::path(config_.model_directory) / (name + extension);
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  }
-  return {};
+  return config_.model_directory.empty() ? std::string()
+                                         : modelFileIn(config_.model_directory, name);
 }
 
 std::unique_ptr<UdpEndpoint> SessionRegistry::openUdp(ServerSession& session,

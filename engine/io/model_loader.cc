@@ -72,14 +72,19 @@ std::vector<std::string> bundledModelNames() { return bundledNames(); }
 
 std::string defaultModelName() { return bundledNames().front(); }
 
-std::string bundledModelPath(const std::string& name) {
+std::string modelFileIn(const std::string& directory, const std::string& name) {
   if (!isPlainName(name)) return {};
+  for (const char* extension : {".yaml", ".yml", ".urdf"}) {
+    const fs::path candidate = fs::path(directory) / (name + extension);
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
+  }
+  return {};
+}
+
+std::string bundledModelPath(const std::string& name) {
   for (const fs::path& dir : searchDirectories()) {
-    for (const char* extension : {".yaml", ".yml", ".urdf"}) {
-      const fs::path candidate = dir / (name + extension);
-      std::error_code ec;
-      if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
-    }
+    if (std::string path = modelFileIn(dir.string(), name); !path.empty()) return path;
   }
   return {};
 }

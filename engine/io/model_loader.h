@@ -73,4 +73,8 @@ std::string defaultModelName();
 /// then the source tree's config/models, then ../share/hilsim/models next to the executable.
 std::string bundledModelPath(const std::string& name);
 
+/// `directory`/<name>.yaml, .yml or .urdf (the first that exists, in that order), or empty when
+/// there is none or `name` is not a plain file stem (no path, no leading dot).
+std::string modelFileIn(const std::string& directory, const std::string& name);
+
 }  // namespace hilsim
