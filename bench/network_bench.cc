@@ -104,6 +104,7 @@ struct LockstepServer {
     config.grpc_port = 0;
     config.udp_port_first = config.udp_port_last = 0;
     config.metrics_enabled = false;
+    config.viewer_enabled = false;
     config.session_defaults.mutable_thread()->set_lock_memory(false);
     server = std::make_unique<hilsim::server::Server>(config);
     server->start();

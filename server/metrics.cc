@@ -3,14 +3,10 @@
 // families (docs/SERVER.md lists them). Nothing is recorded ahead of a scrape.
 #include "server/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -25,6 +21,8 @@
 #include <stdexcept>
 #include <thread>
 #include <utility>
+
+#include "server/web_listener.h"
 
 namespace hilsim::server {
 
@@ -354,32 +352,13 @@ std::string listenAddress(const std::string& address, std::uint16_t port) {
   return address + ":" + std::to_string(port);
 }
 
-/// Where to connect to reach a listener bound to the IPv4 `address`:`port` from this host (a
-/// wildcard address through loopback); nullopt if `address` is no IPv4 literal.
-std::optional<sockaddr_in> localPeer(const std::string& address, std::uint16_t port) {
-  sockaddr_in peer{};
-  if (inet_pton(AF_INET, address.c_str(), &peer.sin_addr) != 1) return std::nullopt;
-  peer.sin_family = AF_INET;
-  peer.sin_port = htons(port);
-  if (peer.sin_addr.s_addr == htonl(INADDR_ANY)) peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return peer;
-}
-
-/// Opens and at once closes a connection to `peer`.
-void knock(const sockaddr_in& peer) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
-  (void)::connect(fd, reinterpret_cast<const sockaddr*>(&peer), sizeof peer);
-  ::close(fd);
-}
-
 }  // namespace
 
 struct MetricsExporter::Impl {
   std::shared_ptr<SessionCollector> collector;
   std::unique_ptr<prometheus::Exposer> exposer;
+  std::string address;
   std::uint16_t port = 0;
-  std::optional<sockaddr_in> peer;  // to wake the listener thread when stopping
 };
 
 MetricsExporter::MetricsExporter(const std::string& address, std::uint16_t port,
@@ -398,28 +377,14 @@ MetricsExporter::MetricsExporter(const std::string& address, std::uint16_t port,
     throw std::runtime_error("metrics: no listening port on " + listen);
   }
   impl_->port = static_cast<std::uint16_t>(ports.front());
-  impl_->peer = localPeer(address, impl_->port);
+  impl_->address = address;
   impl_->exposer->RegisterCollectable(impl_->collector);
 }
 
 MetricsExporter::~MetricsExporter() {
-  // Stop serving before the collector (and the source it captures) goes away. civetweb's listener
-  // thread polls its socket in 2 s quanta and sees the stop flag only when the poll returns: a
-  // connection from here every few milliseconds ends the wait, so stopping takes milliseconds.
+  // Stop serving before the collector (and the source it captures) goes away.
   if (!impl_ || !impl_->exposer) return;
-  std::atomic<bool> stopped{false};
-  std::thread waker;
-  if (impl_->peer) {
-    waker = std::thread([&stopped, peer = *impl_->peer] {
-      while (!stopped.load()) {
-        knock(peer);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    });
-  }
-  impl_->exposer.reset();
-  stopped = true;
-  if (waker.joinable()) waker.join();
+  stopWebServer(impl_->address, impl_->port, [this] { impl_->exposer.reset(); });
 }
 
 std::uint16_t MetricsExporter::port() const { return impl_->port; }

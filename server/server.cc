@@ -18,6 +18,7 @@
 #include "server/grpc_service.h"
 #include "server/metrics.h"
 #include "server/session_registry.h"
+#include "server/viewer.h"
 
 namespace hilsim::server {
 
@@ -41,6 +42,7 @@ struct Server::Impl {
   std::unique_ptr<SimulationService> service;
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<MetricsExporter> metrics;
+  std::unique_ptr<Viewer> viewer;
   int grpc_port = 0;
   bool running = false;
   std::mutex mutex;
@@ -89,6 +91,9 @@ void Server::start() {
   if (s.config.metrics_enabled) {
     checkPortFree(s.config.bind_address, s.config.metrics_port, SOCK_STREAM);
   }
+  if (s.config.viewer_enabled) {
+    checkPortFree(s.config.bind_address, s.config.viewer_port, SOCK_STREAM);
+  }
   if (s.config.udp_enabled) {
     for (const StartupSession& startup : s.config.startup_sessions) {
       checkPortFree(s.config.bind_address, startup.udp_port, SOCK_DGRAM);
@@ -130,7 +135,18 @@ void Server::start() {
     s.metrics = std::make_unique<MetricsExporter>(s.config.bind_address, s.config.metrics_port,
                                                   [registry] { return registry->sample(); });
   }
-  spdlog::info("hilsim-server listening: gRPC {}:{}{}{}, UDP {}, metrics {}",
+  if (s.config.viewer_enabled) {
+    try {
+      s.viewer = std::make_unique<Viewer>(s.config, *s.registry);
+    } catch (...) {
+      s.metrics.reset();
+      s.grpc_server->Shutdown();
+      s.grpc_server.reset();
+      s.registry.reset();
+      throw;
+    }
+  }
+  spdlog::info("hilsim-server listening: gRPC {}:{}{}{}, UDP {}, metrics {}, viewer {}",
                s.config.bind_address, s.grpc_port,
                s.config.tls_certificate_file.empty() ? "" : " (TLS)",
                s.config.access_token.empty() ? "" : " (access token required)",
@@ -141,7 +157,10 @@ void Server::start() {
                          std::to_string(s.config.udp_port_last),
                s.metrics ? "http://" + s.config.bind_address + ":" +
                                std::to_string(s.metrics->port()) + "/metrics"
-                         : std::string("disabled"));
+                         : std::string("disabled"),
+               s.viewer ? "http://" + s.config.bind_address + ":" +
+                              std::to_string(s.viewer->port()) + "/"
+                        : std::string("disabled"));
   s.running = true;
 
   for (const StartupSession& startup : s.config.startup_sessions) {
@@ -184,6 +203,7 @@ void Server::shutdown() {
   // Sessions first: their streams end (CANCELLED) and their final statistics are logged; then
   // the gRPC server, which waits for the calls still in flight.
   s.registry->closeAll();
+  s.viewer.reset();
   s.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   s.grpc_server->Wait();
   s.metrics.reset();
@@ -194,6 +214,10 @@ void Server::shutdown() {
 }
 
 std::uint16_t Server::grpcPort() const { return static_cast<std::uint16_t>(impl_->grpc_port); }
+
+std::uint16_t Server::viewerPort() const {
+  return impl_->viewer ? impl_->viewer->port() : 0;
+}
 
 std::uint16_t Server::metricsPort() const {
   return impl_->metrics ? impl_->metrics->port() : 0;

@@ -31,6 +31,7 @@ class Server {
   /// The ports actually bound (ephemeral ones resolved), valid after start().
   std::uint16_t grpcPort() const;
   std::uint16_t metricsPort() const;  ///< 0 when metrics are disabled
+  std::uint16_t viewerPort() const;   ///< 0 when the viewer is disabled
   /// "address:port" for a client channel.
   std::string grpcTarget() const;
 

@@ -400,7 +400,7 @@ ServerConfig Parser::parse(const std::string& text) {
 }
 
 void Parser::parseListen(const Item& item) {
-  const Mapping m(*this, item, {"address", "grpc_port", "udp", "metrics"});
+  const Mapping m(*this, item, {"address", "grpc_port", "udp", "metrics", "viewer"});
   if (auto address = m.get("address")) {
     const std::string s = text(*address);
     // IPv4 only: the metrics endpoint's web server (Debian's civetweb) has no IPv6
@@ -441,6 +441,21 @@ void Parser::parseListen(const Item& item) {
           config_.metrics_port == config_.grpc_port) {
         fail(*port, std::to_string(config_.metrics_port) +
                         " is listen.grpc_port too (both are TCP ports on the same address)");
+      }
+    }
+  }
+  if (auto viewer = m.get("viewer")) {
+    const Mapping p(*this, *viewer, {"enabled", "port", "rate_hz"});
+    if (auto enabled = p.get("enabled")) config_.viewer_enabled = boolean(*enabled);
+    if (auto rate = p.get("rate_hz")) config_.viewer_rate_hz = number(*rate, 1.0, 120.0);
+    if (auto port = p.get("port")) {
+      config_.viewer_port = static_cast<std::uint16_t>(integer(*port, 0, 65535));
+      if (config_.viewer_enabled && config_.viewer_port != 0 &&
+          (config_.viewer_port == config_.grpc_port ||
+           (config_.metrics_enabled && config_.viewer_port == config_.metrics_port))) {
+        fail(*port, std::to_string(config_.viewer_port) +
+                        " is listen.grpc_port or listen.metrics.port too (TCP ports on the same "
+                        "address)");
       }
     }
   }

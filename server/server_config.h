@@ -40,6 +40,9 @@ struct ServerConfig {
   std::uint16_t udp_port_last = 50199;
   std::uint16_t metrics_port = 9464;  ///< Prometheus /metrics; 0: an ephemeral port (tests)
   bool metrics_enabled = true;        ///< false: no metrics endpoint
+  std::uint16_t viewer_port = 8088;   ///< the browser viewer (docs/VIEWER.md); 0: ephemeral
+  bool viewer_enabled = true;         ///< false: no viewer
+  double viewer_rate_hz = 30.0;       ///< frames per second sent to each open page, 1 … 120
 
   // Security
   std::string tls_certificate_file;  ///< PEM; with tls_key_file enables TLS on gRPC

@@ -45,6 +45,7 @@ TEST(LockstepMatchesSimulate, StepReproducesTheOfflineTrajectoryExactly) {
   config.grpc_port = 0;
   config.udp_enabled = false;
   config.metrics_enabled = false;
+  config.viewer_enabled = false;
   config.session_defaults.mutable_thread()->set_lock_memory(false);
   hilsim::server::Server server(config);
   server.start();

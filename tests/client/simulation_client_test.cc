@@ -24,6 +24,7 @@ server::ServerConfig testConfig(const std::string& access_token = "") {
   config.udp_port_first = 0;
   config.udp_port_last = 0;
   config.metrics_enabled = false;
+  config.viewer_enabled = false;
   config.model_directory = HILSIM_MODEL_DIR;
   config.access_token = access_token;
   config.log_level = "warn";

@@ -41,6 +41,7 @@ ServerConfig testConfig() {
   config.udp_port_first = 0;
   config.udp_port_last = 0;
   config.metrics_enabled = false;
+  config.viewer_enabled = false;
   config.session_defaults.mutable_thread()->set_lock_memory(false);  // unprivileged runs
   return config;
 }

@@ -11,6 +11,7 @@ inline server::ServerConfig loopbackServerConfig() {
   config.grpc_port = 0;
   config.udp_port_first = config.udp_port_last = 0;
   config.metrics_enabled = false;
+  config.viewer_enabled = false;
   config.model_directory = HILSIM_MODEL_DIR;
   config.log_level = "warn";
   return config;

@@ -14,6 +14,7 @@ CONFIG = """listen:
   grpc_port: 0
   udp: {enabled: true, ports: [0, 0]}
   metrics: {enabled: false}
+  viewer: {enabled: false}
 session_defaults:
   thread: {lock_memory: false}
 """

@@ -1,0 +1,482 @@
+#include "server/viewer.h"
+
+#include <civetweb.h>
+#include <google/protobuf/util/json_util.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "hilsim/v1/service.pb.h"
+#include "hilsim/v1/viewer.pb.h"
+#include "server/session_registry.h"
+#include "server/viewer_assets.h"
+#include "server/viewer_route.h"
+#include "server/viewer_scene.h"
+#include "server/web_listener.h"
+
+namespace hilsim::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string toJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
+  return json;
+}
+
+/// A JSON string literal of `text` (quotes and control characters escaped).
+std::string jsonString(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[(c >> 4) & 15];
+      out += kHex[c & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+const char* reasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+/// Writes a whole response; returns `status` (civetweb: the request was handled).
+int respond(mg_connection* conn, int status, std::string_view content_type, std::string_view body) {
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+            "Connection: close\r\n\r\n",
+            status, reasonPhrase(status), static_cast<int>(content_type.size()),
+            content_type.data(), body.size());
+  mg_write(conn, body.data(), body.size());
+  return status;
+}
+
+int respondJson(mg_connection* conn, int status, const std::string& json) {
+  return respond(conn, status, "application/json", json);
+}
+
+int respondError(mg_connection* conn, int status, const std::string& message) {
+  return respondJson(conn, status, "{\"error\":" + jsonString(message) + "}");
+}
+
+/// Constant-time comparison (the access token).
+bool sameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return difference == 0;
+}
+
+}  // namespace
+
+/// One open page: its WebSocket and what it watches.
+struct Watcher {
+  std::mutex mutex;  // held while writing; the close handler takes it before the connection goes
+  mg_connection* connection = nullptr;  // null once closed
+  std::shared_ptr<ServerSession> session;
+  std::unique_ptr<ViewerPoser> poser;
+  std::uint64_t last_cycle = ~std::uint64_t{0};
+  int last_state = -1;
+  Clock::time_point last_sent{};
+  bool said_closed = false;
+};
+
+struct Viewer::Impl {
+  const ServerConfig& config;
+  SessionRegistry& registry;
+  ViewerCounters counters;
+  mg_context* context = nullptr;
+  std::uint16_t port = 0;
+  std::string start_error;  // what civetweb logged while starting
+
+  std::mutex watchers_mutex;
+  std::vector<std::shared_ptr<Watcher>> watchers;
+
+  std::mutex feed_mutex;
+  std::condition_variable feed_wake;
+  bool feed_stop = false;
+  std::thread feed;
+
+  Impl(const ServerConfig& c, SessionRegistry& r) : config(c), registry(r) {}
+
+  std::shared_ptr<ServerSession> findSession(std::uint64_t id) const {
+    // list(), not find(): looking does not count as using the session for its lease
+    for (std::shared_ptr<ServerSession>& session : registry.list()) {
+      if (session->id() == id && !session->closed()) return session;
+    }
+    return nullptr;
+  }
+
+  bool authorised(const mg_connection* conn) const {
+    if (config.access_token.empty()) return true;
+    if (const char* header = mg_get_header(conn, "Authorization")) {
+      std::string_view value(header);
+      if (value.substr(0, 7) == "Bearer " && sameSecret(value.substr(7), config.access_token)) {
+        return true;
+      }
+    }
+    const mg_request_info* info = mg_get_request_info(conn);
+    if (info->query_string != nullptr) {
+      std::string token(1024, '\0');
+      const int length = mg_get_var(info->query_string, std::strlen(info->query_string), "token",
+                                    token.data(), token.size());
+      if (length >= 0) {
+        token.resize(static_cast<std::size_t>(length));
+        return sameSecret(token, config.access_token);
+      }
+    }
+    return false;
+  }
+
+  /// A page of another site must not drive the viewer from the operator's browser: a WebSocket
+  /// may come from any origin, so its Origin must be this server's own.
+  static bool sameOrigin(const mg_connection* conn) {
+    const char* origin = mg_get_header(conn, "Origin");
+    const char* host = mg_get_header(conn, "Host");
+    if (origin == nullptr) return true;  // not a browser
+    if (host == nullptr) return false;
+    const std::string_view o(origin);
+    return o == "http://" + std::string(host) || o == "https://" + std::string(host);
+  }
+
+  int refuse(mg_connection* conn, int status, const std::string& message) {
+    counters.refused.fetch_add(1, std::memory_order_relaxed);
+    return respondError(conn, status, message);
+  }
+
+  int serve(mg_connection* conn) {
+    counters.requests.fetch_add(1, std::memory_order_relaxed);
+    const mg_request_info* info = mg_get_request_info(conn);
+    const ViewerRoute route = parseViewerRoute(info->request_method != nullptr ? info->request_method : "",
+                                               info->local_uri != nullptr ? info->local_uri : "");
+    using Kind = ViewerRoute::Kind;
+    switch (route.kind) {
+      case Kind::kNotFound: return refuse(conn, 404, "no such page or API path");
+      case Kind::kMethodNotAllowed: return refuse(conn, 405, "method not allowed on this path");
+      case Kind::kAsset: {
+        const ViewerAsset* asset = findViewerAsset(route.asset);
+        if (asset == nullptr) return refuse(conn, 404, "no such file");
+        return respond(conn, 200, asset->content_type, asset->bytes);
+      }
+      case Kind::kFrames: return refuse(conn, 400, "this path takes a WebSocket upgrade");
+      default: break;
+    }
+    if (!authorised(conn)) {
+      return refuse(conn, 401, "this server requires its access token (security.access_token)");
+    }
+    if (route.kind == Kind::kSessions) return respondJson(conn, 200, sessionsJson());
+    std::shared_ptr<ServerSession> session = findSession(route.session_id);
+    if (!session) return refuse(conn, 404, "no session " + std::to_string(route.session_id));
+    if (route.kind == Kind::kScene) {
+      v1::ViewerScene scene;
+      buildViewerScene(*session, &scene);
+      return respondJson(conn, 200, toJson(scene));
+    }
+    // kAction. A form of another site could post here (a "simple" request needs no CORS
+    // approval); it cannot set this header without the server's approval, which it never gets.
+    const char* marker = mg_get_header(conn, "X-Hilsim-Viewer");
+    if (marker == nullptr || !sameOrigin(conn)) {
+      return refuse(conn, 403, "actions need the X-Hilsim-Viewer header and this server's origin");
+    }
+    session->touch();
+    std::string why;
+    bool ok = true;
+    switch (route.action) {
+      case ViewerRoute::Action::kStart: ok = session->start(&why); break;
+      case ViewerRoute::Action::kPause: ok = session->pause(&why); break;
+      case ViewerRoute::Action::kReset: session->reset(); break;
+      case ViewerRoute::Action::kNone: break;
+    }
+    if (!ok) return refuse(conn, 409, why);
+    v1::SessionInfo info_out;
+    session->fillInfo(&info_out);
+    return respondJson(conn, 200, toJson(info_out));
+  }
+
+  std::string sessionsJson() {
+    v1::ListSessionsResponse list;
+    for (const std::shared_ptr<ServerSession>& session : registry.list()) {
+      if (session->closed()) continue;
+      session->fillInfo(list.add_sessions());
+    }
+    return "{\"list\":" + toJson(list) +
+           ",\"viewer\":{\"requests\":" + std::to_string(counters.requests.load()) +
+           ",\"refused\":" + std::to_string(counters.refused.load()) +
+           ",\"frames_sent\":" + std::to_string(counters.frames_sent.load()) +
+           ",\"send_errors\":" + std::to_string(counters.send_errors.load()) +
+           ",\"pages\":" + std::to_string(counters.pages.load()) +
+           ",\"rate_hz\":" + std::to_string(config.viewer_rate_hz) + "}}";
+  }
+
+  // --- WebSockets ---
+
+  int acceptPage(const mg_connection* conn) {
+    counters.requests.fetch_add(1, std::memory_order_relaxed);
+    const mg_request_info* info = mg_get_request_info(conn);
+    const ViewerRoute route =
+        parseViewerRoute("GET", info->local_uri != nullptr ? info->local_uri : "");
+    auto reject = [this] {
+      counters.refused.fetch_add(1, std::memory_order_relaxed);
+      return 1;  // civetweb answers the upgrade with an error
+    };
+    if (route.kind != ViewerRoute::Kind::kFrames || !authorised(conn) || !sameOrigin(conn)) {
+      return reject();
+    }
+    std::shared_ptr<ServerSession> session = findSession(route.session_id);
+    if (!session) return reject();
+    if (counters.pages.fetch_add(1, std::memory_order_acq_rel) >= kMaxPages) {
+      counters.pages.fetch_sub(1, std::memory_order_acq_rel);
+      return reject();
+    }
+    auto watcher = std::make_shared<Watcher>();
+    watcher->session = std::move(session);
+    watcher->poser = std::make_unique<ViewerPoser>(watcher->session->model());
+    // owned by the connection until the close handler takes it back
+    mg_set_user_connection_data(conn, new std::shared_ptr<Watcher>(std::move(watcher)));
+    return 0;
+  }
+
+  void pageReady(mg_connection* conn) {
+    auto* held = static_cast<std::shared_ptr<Watcher>*>(mg_get_user_connection_data(conn));
+    if (held == nullptr) return;
+    {
+      std::lock_guard lock((*held)->mutex);
+      (*held)->connection = conn;
+    }
+    {
+      std::lock_guard lock(watchers_mutex);
+      watchers.push_back(*held);
+    }
+    feed_wake.notify_one();  // the first frame now, not at the next tick
+  }
+
+  void pageClosed(const mg_connection* conn) {
+    auto* held = static_cast<std::shared_ptr<Watcher>*>(mg_get_user_connection_data(conn));
+    if (held == nullptr) return;
+    {
+      std::lock_guard lock(watchers_mutex);
+      watchers.erase(std::remove(watchers.begin(), watchers.end(), *held), watchers.end());
+    }
+    {
+      std::lock_guard lock((*held)->mutex);  // waits for a frame being written
+      (*held)->connection = nullptr;
+    }
+    delete held;
+    counters.pages.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  /// Sends `watcher` its session's newest state when it changed, or once a second anyway (the
+  /// timing figures move while a session is paused in LOCKSTEP, and the page sees it is alive).
+  void sendFrame(Watcher& watcher, Clock::time_point now) {
+    std::lock_guard lock(watcher.mutex);
+    if (watcher.connection == nullptr || watcher.said_closed) return;
+    ServerSession& session = *watcher.session;
+    v1::ViewerFrame frame;
+    frame.set_session_id(session.id());
+    if (session.closed()) {
+      frame.set_closed(true);
+      watcher.said_closed = true;
+    } else {
+      v1::State state;
+      session.latestState(&state);
+      if (state.cycle() == watcher.last_cycle && static_cast<int>(state.state()) == watcher.last_state &&
+          now - watcher.last_sent < std::chrono::seconds(1)) {
+        return;
+      }
+      watcher.last_cycle = state.cycle();
+      watcher.last_state = static_cast<int>(state.state());
+      frame.set_cycle(state.cycle());
+      frame.set_time(state.time());
+      frame.set_state(state.state());
+      *frame.mutable_q() = state.q();
+      *frame.mutable_v() = state.v();
+      *frame.mutable_tau() = state.tau();
+      watcher.poser->pose(state.q(), &frame);
+      v1::SessionStats stats;
+      session.fillStats(&stats);
+      *frame.mutable_timing() = stats.timing();
+      frame.set_real_time_factor(stats.real_time_factor());
+      if (stats.has_fault()) frame.set_fault(stats.fault().reason());
+    }
+    watcher.last_sent = now;
+    const std::string json = toJson(frame);
+    if (mg_websocket_write(watcher.connection, MG_WEBSOCKET_OPCODE_TEXT, json.data(),
+                           json.size()) > 0) {
+      counters.frames_sent.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters.send_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (watcher.said_closed) closePage(watcher);
+  }
+
+  /// Asks the page to close its WebSocket (status 1000, normal closure); with watcher.mutex held.
+  static void closePage(Watcher& watcher) {
+    static constexpr char kNormalClosure[] = {0x03, static_cast<char>(0xe8)};
+    mg_websocket_write(watcher.connection, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, kNormalClosure,
+                       sizeof kNormalClosure);
+    watcher.said_closed = true;
+  }
+
+  /// Closes every page's WebSocket: civetweb's stop waits for their threads, which otherwise
+  /// wait for the pages' next keep-alive.
+  void closeAllPages() {
+    std::vector<std::shared_ptr<Watcher>> all;
+    {
+      std::lock_guard lock(watchers_mutex);
+      all = watchers;
+    }
+    for (const std::shared_ptr<Watcher>& watcher : all) {
+      std::lock_guard lock(watcher->mutex);
+      if (watcher->connection != nullptr && !watcher->said_closed) closePage(*watcher);
+    }
+  }
+
+  void feedMain() {
+    const auto period = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(1.0 / config.viewer_rate_hz));
+    Clock::time_point next = Clock::now();
+    std::vector<std::shared_ptr<Watcher>> current;
+    while (true) {
+      {
+        std::unique_lock lock(feed_mutex);
+        if (feed_wake.wait_until(lock, next, [this] { return feed_stop; })) return;
+      }
+      const Clock::time_point now = Clock::now();
+      next = std::max(next + period, now);  // no burst after a stall
+      {
+        std::lock_guard lock(watchers_mutex);
+        current = watchers;
+      }
+      for (const std::shared_ptr<Watcher>& watcher : current) {
+        try {
+          sendFrame(*watcher, now);
+        } catch (const std::exception& e) {
+          // a frame that cannot be built must not end the feed of every other page
+          counters.send_errors.fetch_add(1, std::memory_order_relaxed);
+          spdlog::warn("viewer: frame of session {} not sent: {}", watcher->session->id(),
+                       e.what());
+        }
+      }
+      current.clear();
+    }
+  }
+
+  // civetweb's callbacks (C): nothing thrown may cross them.
+  static int onRequest(mg_connection* conn, void* impl) {
+    try {
+      return static_cast<Impl*>(impl)->serve(conn);
+    } catch (const std::exception& e) {
+      return respondError(conn, 500, std::string("internal error: ") + e.what());
+    }
+  }
+  static int onConnect(const mg_connection* conn, void* impl) {
+    try {
+      return static_cast<Impl*>(impl)->acceptPage(conn);
+    } catch (const std::exception&) {
+      return 1;
+    }
+  }
+  static void onReady(mg_connection* conn, void* impl) {
+    static_cast<Impl*>(impl)->pageReady(conn);
+  }
+  static int onData(mg_connection*, int bits, char*, std::size_t, void*) {
+    // The page sends only keep-alives; a close frame ends the connection.
+    return (bits & 0x0f) == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE ? 0 : 1;
+  }
+  static void onClose(const mg_connection* conn, void* impl) {
+    static_cast<Impl*>(impl)->pageClosed(conn);
+  }
+  static int onLog(const mg_connection* conn, const char* message) {
+    const mg_context* context = mg_get_context(conn);
+    auto* impl = context != nullptr ? static_cast<Impl*>(mg_get_user_data(context)) : nullptr;
+    if (impl != nullptr && impl->context == nullptr) impl->start_error = message;
+    spdlog::debug("viewer: {}", message);
+    return 1;
+  }
+};
+
+Viewer::Viewer(const ServerConfig& config, SessionRegistry& registry)
+    : impl_(std::make_unique<Impl>(config, registry)) {
+  mg_init_library(0);
+  const std::string listen = config.bind_address + ":" + std::to_string(config.viewer_port);
+  const char* options[] = {"listening_ports", listen.c_str(),
+                           // a few pages and their API calls; the frames go out on the feed thread
+                           "num_threads", "8",
+                           // a page that stops reading gets no more than 2 s of the feed thread
+                           "request_timeout_ms", "2000",
+                           // the page sends a keep-alive every 2 s
+                           "websocket_timeout_ms", "10000",
+                           "enable_keep_alive", "no",
+                           nullptr};
+  mg_callbacks callbacks{};
+  callbacks.log_message = Impl::onLog;
+  impl_->context = mg_start(&callbacks, impl_.get(), options);
+  if (impl_->context == nullptr) {
+    mg_exit_library();
+    throw std::runtime_error("viewer: cannot listen on " + listen +
+                             (impl_->start_error.empty() ? "" : " (" + impl_->start_error + ")"));
+  }
+  mg_server_port ports[1]{};
+  if (mg_get_server_ports(impl_->context, 1, ports) < 1 || ports[0].port <= 0) {
+    mg_stop(impl_->context);
+    mg_exit_library();
+    throw std::runtime_error("viewer: no listening port on " + listen);
+  }
+  impl_->port = static_cast<std::uint16_t>(ports[0].port);
+  mg_set_request_handler(impl_->context, "/", Impl::onRequest, impl_.get());
+  mg_set_websocket_handler(impl_->context, "/ws", Impl::onConnect, Impl::onReady, Impl::onData,
+                           Impl::onClose, impl_.get());
+  impl_->feed = std::thread([impl = impl_.get()] { impl->feedMain(); });
+}
+
+Viewer::~Viewer() {
+  {
+    std::lock_guard lock(impl_->feed_mutex);
+    impl_->feed_stop = true;
+  }
+  impl_->feed_wake.notify_one();
+  impl_->feed.join();
+  impl_->closeAllPages();
+  // mg_stop closes every connection (each page's close handler runs) and joins civetweb's threads
+  stopWebServer(impl_->config.bind_address, impl_->port, [this] { mg_stop(impl_->context); });
+  mg_exit_library();
+}
+
+std::uint16_t Viewer::port() const { return impl_->port; }
+
+const ViewerCounters& Viewer::counters() const { return impl_->counters; }
+
+}  // namespace hilsim::server

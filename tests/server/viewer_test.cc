@@ -1,0 +1,458 @@
+// The browser viewer's server side (server/viewer.h, docs/VIEWER.md): its URL parser, the page
+// and the JSON API over a real hilsim-server on loopback, and the WebSocket of frames read with
+// civetweb's own client.
+#include "server/viewer.h"
+
+#include <gtest/gtest.h>
+
+#include <civetweb.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <Eigen/Geometry>
+
+#include "engine/algorithms/forward_kinematics.h"
+#include "engine/io/model_loader.h"
+#include "hilsim/v1/viewer.pb.h"
+#include "server/server.h"
+#include "server/session_registry.h"
+#include "server/viewer_route.h"
+#include "tests/support/loopback_server.h"
+#include "tests/support/tolerances.h"
+
+namespace hilsim::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// --- the URL parser ---
+
+TEST(ViewerRouteTest, NamesWhatEachPathAsksFor) {
+  using Kind = ViewerRoute::Kind;
+  struct Case {
+    const char* method;
+    const char* path;
+    Kind kind;
+    std::uint64_t id;
+  };
+  const Case cases[] = {
+      {"GET", "/", Kind::kAsset, 0},
+      {"GET", "/viewer.js", Kind::kAsset, 0},
+      {"GET", "/api/sessions", Kind::kSessions, 0},
+      {"GET", "/api/sessions/12/scene", Kind::kScene, 12},
+      {"POST", "/api/sessions/3/pause", Kind::kAction, 3},
+      {"GET", "/ws/sessions/18446744073709551615", Kind::kFrames, 18446744073709551615ULL},
+      {"POST", "/api/sessions", Kind::kMethodNotAllowed, 0},
+      {"GET", "/api/sessions/3/start", Kind::kMethodNotAllowed, 0},
+      {"POST", "/viewer.js", Kind::kMethodNotAllowed, 0},
+      {"GET", "/api/sessions/0/scene", Kind::kNotFound, 0},                     // ids start at 1
+      {"GET", "/api/sessions/18446744073709551616/scene", Kind::kNotFound, 0},  // 2⁶⁴
+      {"GET", "/api/sessions/-1/scene", Kind::kNotFound, 0},
+      {"GET", "/api/sessions/1x/scene", Kind::kNotFound, 0},
+      {"GET", "/api/sessions/1/scene/", Kind::kNotFound, 0},
+      {"POST", "/api/sessions/1/explode", Kind::kNotFound, 0},
+      {"GET", "/ws/sessions", Kind::kNotFound, 0},
+      {"GET", "/ws/sessions/1/scene", Kind::kNotFound, 0},
+      {"GET", "/.hidden", Kind::kNotFound, 0},
+      {"GET", "/../etc/passwd", Kind::kNotFound, 0},
+      {"GET", "/dir/file.js", Kind::kNotFound, 0},
+      {"GET", "", Kind::kNotFound, 0},
+      {"GET", "viewer.js", Kind::kNotFound, 0},
+  };
+  for (const Case& c : cases) {
+    const ViewerRoute route = parseViewerRoute(c.method, c.path);
+    EXPECT_EQ(route.kind, c.kind) << c.method << " " << c.path;
+    EXPECT_EQ(route.session_id, c.id) << c.method << " " << c.path;
+  }
+  EXPECT_EQ(parseViewerRoute("GET", "/").asset, "index.html");
+  EXPECT_EQ(parseViewerRoute("GET", "/viewer.css").asset, "viewer.css");
+  EXPECT_EQ(parseViewerRoute("POST", "/api/sessions/4/reset").action, ViewerRoute::Action::kReset);
+}
+
+// --- a client: HTTP requests and a WebSocket, with civetweb's client API ---
+
+struct Response {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+Response request(std::uint16_t port, const std::string& method, const std::string& path,
+                 const std::string& headers = "") {
+  char error[256] = "";
+  mg_connection* conn = mg_connect_client("127.0.0.1", port, 0, error, sizeof error);
+  if (conn == nullptr) return {-1, "", error};
+  mg_printf(conn, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: 0\r\n%s\r\n",
+            method.c_str(), path.c_str(), static_cast<unsigned>(port), headers.c_str());
+  Response response;
+  if (mg_get_response(conn, error, sizeof error, 5000) >= 0) {
+    const mg_response_info* info = mg_get_response_info(conn);
+    response.status = info->status_code;
+    for (int i = 0; i < info->num_headers; ++i) {
+      if (strcasecmp(info->http_headers[i].name, "Content-Type") == 0) {
+        response.content_type = info->http_headers[i].value;
+      }
+    }
+    char buffer[16384];
+    int n;
+    while ((n = mg_read(conn, buffer, sizeof buffer)) > 0) response.body.append(buffer, n);
+  } else {
+    response.status = -1;
+    response.body = error;
+  }
+  mg_close_connection(conn);
+  return response;
+}
+
+template <typename Message>
+Message fromJson(const std::string& json) {
+  Message message;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &message);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json.substr(0, 400);
+  return message;
+}
+
+/// A WebSocket to /ws/sessions/<id>: every text message it receives, in order.
+class FrameReader {
+ public:
+  FrameReader(std::uint16_t port, const std::string& path) {
+    char error[256] = "";
+    conn_ = mg_connect_websocket_client("127.0.0.1", port, 0, error, sizeof error, path.c_str(),
+                                        nullptr, &FrameReader::onData, &FrameReader::onClose,
+                                        this);
+    error_ = error;
+  }
+  ~FrameReader() {
+    if (conn_ != nullptr) mg_close_connection(conn_);
+  }
+  bool connected() const { return conn_ != nullptr; }
+  const std::string& error() const { return error_; }
+
+  /// The next message, or empty after `timeout`.
+  std::string next(std::chrono::milliseconds timeout = 3000ms) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [&] { return !messages_.empty() || closed_; })) return {};
+    if (messages_.empty()) return {};
+    std::string message = std::move(messages_.front());
+    messages_.pop_front();
+    return message;
+  }
+  bool closedByServer() {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+
+ private:
+  static int onData(mg_connection*, int bits, char* data, std::size_t length, void* self) {
+    auto* reader = static_cast<FrameReader*>(self);
+    if ((bits & 0x0f) == MG_WEBSOCKET_OPCODE_TEXT) {
+      std::lock_guard lock(reader->mutex_);
+      reader->messages_.emplace_back(data, length);
+      reader->ready_.notify_all();
+    }
+    return 1;
+  }
+  static void onClose(const mg_connection*, void* self) {
+    auto* reader = static_cast<FrameReader*>(self);
+    std::lock_guard lock(reader->mutex_);
+    reader->closed_ = true;
+    reader->ready_.notify_all();
+  }
+
+  mg_connection* conn_ = nullptr;
+  std::string error_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::string> messages_;
+  bool closed_ = false;
+};
+
+// --- a server with the viewer on an ephemeral port ---
+
+class ViewerTest : public ::testing::Test {
+ protected:
+  void startServer(ServerConfig config) {
+    server_ = std::make_unique<Server>(std::move(config));
+    server_->start();
+    port_ = server_->viewerPort();
+    ASSERT_NE(port_, 0);
+  }
+  void SetUp() override {
+    ServerConfig config = test::loopbackServerConfig();
+    config.viewer_enabled = true;
+    config.viewer_port = 0;
+    config.session_defaults.mutable_thread()->set_lock_memory(false);
+    startServer(config);
+  }
+  void TearDown() override {
+    if (server_) server_->shutdown();
+  }
+
+  std::uint64_t createSession(const std::string& model, const std::string& name, bool start) {
+    v1::CreateSessionRequest request;
+    request.mutable_model()->set_bundled_name(model);
+    request.mutable_config()->set_name(name);
+    v1::CreateSessionResponse response;
+    const grpc::Status status = server_->sessions().create(request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    const std::uint64_t id = response.session().session_id();
+    std::string why;
+    if (start) {
+      EXPECT_TRUE(server_->sessions().find(id)->start(&why)) << why;
+    }
+    return id;
+  }
+
+  std::unique_ptr<Server> server_;
+  std::uint16_t port_ = 0;
+};
+
+TEST_F(ViewerTest, ServesThePageAndItsBundleFromTheBinary) {
+  const Response page = request(port_, "GET", "/");
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.content_type.find("text/html"), std::string::npos);
+  EXPECT_NE(page.body.find("<script src=\"viewer.js\">"), std::string::npos);
+  const Response script = request(port_, "GET", "/viewer.js");
+  ASSERT_EQ(script.status, 200);
+  EXPECT_NE(script.content_type.find("javascript"), std::string::npos);
+  // three.js and uPlot are inside: the page needs nothing from the network
+  EXPECT_GT(script.body.size(), 300'000u);
+  EXPECT_NE(script.body.find("WebGLRenderer"), std::string::npos);
+  EXPECT_EQ(request(port_, "GET", "/viewer.css").status, 200);
+  EXPECT_EQ(request(port_, "GET", "/LICENSES.txt").status, 200);
+}
+
+TEST_F(ViewerTest, ListsTheOpenSessions) {
+  const std::uint64_t id = createSession("pendulum", "swing", true);
+  const Response response = request(port_, "GET", "/api/sessions");
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.content_type, "application/json");
+  const auto root = fromJson<google::protobuf::Struct>(response.body);
+  const auto& list = root.fields().at("list").struct_value().fields().at("sessions").list_value();
+  ASSERT_EQ(list.values_size(), 1);
+  const auto& session = list.values(0).struct_value().fields();
+  EXPECT_EQ(session.at("session_id").string_value(), std::to_string(id));
+  EXPECT_EQ(session.at("name").string_value(), "swing");
+  EXPECT_EQ(session.at("state").string_value(), "SESSION_STATE_RUNNING");
+  EXPECT_GE(root.fields().at("viewer").struct_value().fields().at("requests").number_value(), 1);
+}
+
+// The scene's shapes come from the model: a segment to every child joint, one joint marker per
+// body, and an inertia box whose uniform-density inertia is the body's own.
+TEST_F(ViewerTest, SceneDrawsEveryBodyWithTheInertiaOfItsBox) {
+  const std::uint64_t id = createSession("iiwa14", "arm", false);
+  const Response response =
+      request(port_, "GET", "/api/sessions/" + std::to_string(id) + "/scene");
+  ASSERT_EQ(response.status, 200) << response.body;
+  const auto scene = fromJson<v1::ViewerScene>(response.body);
+  const Model& model = server_->sessions().find(id)->model();
+  ASSERT_EQ(scene.bodies_size(), model.nbodies);
+  EXPECT_EQ(scene.model().nv(), 7u);
+  EXPECT_EQ(scene.control_period_ns(), 1'000'000);
+  EXPECT_GT(scene.extent(), 1.0);  // the iiwa14 stands 1.3 m tall
+  EXPECT_LT(scene.extent(), 1.5);
+  int boxes_checked = 0;
+  for (int i = 1; i < model.nbodies; ++i) {
+    const v1::ViewerBody& body = scene.bodies(i);
+    EXPECT_EQ(body.name(), model.body_names[i]);
+    EXPECT_EQ(body.parent(), model.parent[i]);
+    int joints = 0, links = 0;
+    for (const v1::ViewerShape& shape : body.shapes()) {
+      ASSERT_EQ(shape.position_size(), 3);
+      ASSERT_EQ(shape.rotation_size(), 4);
+      joints += shape.role() == v1::ViewerShape::ROLE_JOINT;
+      links += shape.role() == v1::ViewerShape::ROLE_LINK;
+      if (shape.role() != v1::ViewerShape::ROLE_INERTIA) continue;
+      ASSERT_EQ(shape.kind(), v1::ViewerShape::KIND_BOX);
+      const Eigen::Quaterniond q(shape.rotation(0), shape.rotation(1), shape.rotation(2),
+                                 shape.rotation(3));
+      const Eigen::Vector3d side(shape.size(0), shape.size(1), shape.size(2));
+      const double m = model.inertias[i].mass;
+      // a box's central inertia: m/12 (b² + c²), … about its own axes
+      const Eigen::Vector3d moments =
+          m / 12.0 * Eigen::Vector3d(side.y() * side.y() + side.z() * side.z(),
+                                     side.x() * side.x() + side.z() * side.z(),
+                                     side.x() * side.x() + side.y() * side.y());
+      const Eigen::Matrix3d box = q.toRotationMatrix() * moments.asDiagonal() *
+                                  q.toRotationMatrix().transpose();
+      // the iiwa14's inertias are boxes' (no side clamped): the same tensor to rounding of the
+      // eigen-decomposition and the quaternion (1e-12 relative of the largest moment)
+      EXPECT_LT(test::relativeDifference(box, model.inertias[i].inertia_com),
+                1e-12 * std::max(1.0, model.inertias[i].inertia_com.norm()))
+          << body.name();
+      EXPECT_NEAR((Eigen::Vector3d(shape.position(0), shape.position(1), shape.position(2)) -
+                   model.inertias[i].com).norm(), 0.0, test::kAlgebraTol);
+      ++boxes_checked;
+    }
+    EXPECT_EQ(joints, 1) << body.name();
+    int children = 0;
+    for (int j = i + 1; j < model.nbodies; ++j) children += model.parent[j] == i;
+    EXPECT_GE(links, children) << body.name();
+  }
+  EXPECT_EQ(boxes_checked, model.nbodies - 1);
+}
+
+// Frames follow the running session: cycles grow, and every body's pose is the one its own q
+// gives (the page draws what the state says).
+TEST_F(ViewerTest, FramesFollowTheRunningSession) {
+  const std::uint64_t id = createSession("iiwa14", "arm", true);
+  FrameReader reader(port_, "/ws/sessions/" + std::to_string(id));
+  ASSERT_TRUE(reader.connected()) << reader.error();
+  const Model& model = server_->sessions().find(id)->model();
+  Data data(model);
+  std::uint64_t last_cycle = 0;
+  Eigen::VectorXd first_q;
+  int frames = 0;
+  for (; frames < 8; ++frames) {
+    const std::string json = reader.next();
+    ASSERT_FALSE(json.empty()) << "no frame " << frames;
+    const auto frame = fromJson<v1::ViewerFrame>(json);
+    EXPECT_EQ(frame.session_id(), id);
+    ASSERT_EQ(frame.q_size(), model.nq);
+    ASSERT_EQ(frame.poses_size(), 7 * model.nbodies);
+    if (frames > 0) {
+      EXPECT_GT(frame.cycle(), last_cycle);
+    }
+    last_cycle = frame.cycle();
+    EXPECT_NEAR(frame.time(), 1e-3 * static_cast<double>(frame.cycle()), 1e-9);
+    const Eigen::VectorXd q = Eigen::Map<const Eigen::VectorXd>(frame.q().data(), model.nq);
+    if (frames == 0) first_q = q;
+    forwardKinematics(model, data, q);
+    for (int i = 0; i < model.nbodies; ++i) {
+      const double* p = frame.poses().data() + 7 * i;
+      const Eigen::Quaterniond rotation(p[3], p[4], p[5], p[6]);
+      EXPECT_LT((Eigen::Vector3d(p[0], p[1], p[2]) - data.X_WB[i].translation).norm(),
+                test::kAlgebraTol);
+      EXPECT_LT((rotation.toRotationMatrix() - data.X_WB[i].rotation).norm(), test::kAlgebraTol);
+    }
+    EXPECT_GT(frame.timing().cycles(), 0u);
+  }
+  // with no controller the arm falls: the frames show it moving
+  const auto last = fromJson<v1::ViewerFrame>(reader.next());
+  EXPECT_GT((Eigen::Map<const Eigen::VectorXd>(last.q().data(), model.nq) - first_q).norm(), 1e-3);
+}
+
+// A loop closure is drawn by its two frames' origins, which the constraint stage keeps together.
+TEST_F(ViewerTest, ClosurePointsOfAnAssembledLoopCoincide) {
+  const std::uint64_t id = createSession("four_bar", "loop", true);
+  FrameReader reader(port_, "/ws/sessions/" + std::to_string(id));
+  ASSERT_TRUE(reader.connected()) << reader.error();
+  const Response scene_response =
+      request(port_, "GET", "/api/sessions/" + std::to_string(id) + "/scene");
+  const auto scene = fromJson<v1::ViewerScene>(scene_response.body);
+  ASSERT_EQ(scene.closures_size(), 1);
+  EXPECT_EQ(scene.closures(0).type(), "revolute");
+  for (int k = 0; k < 5; ++k) {
+    const auto frame = fromJson<v1::ViewerFrame>(reader.next());
+    ASSERT_EQ(frame.closure_points_size(), 6);
+    const Eigen::Vector3d a(frame.closure_points(0), frame.closure_points(1),
+                            frame.closure_points(2));
+    const Eigen::Vector3d b(frame.closure_points(3), frame.closure_points(4),
+                            frame.closure_points(5));
+    // the projection after every step keeps C(q) at Gauss–Newton's quadratic residual: far
+    // below a micrometre on a 0.35 m linkage (docs/LOOPS.md)
+    EXPECT_LT((a - b).norm(), 1e-6) << "cycle " << frame.cycle();
+  }
+}
+
+TEST_F(ViewerTest, ActionsDriveTheSessionAndBadRequestsAreRefusedAndCounted) {
+  const std::uint64_t id = createSession("pendulum", "swing", true);
+  const std::string base = "/api/sessions/" + std::to_string(id);
+  const std::string marker = "X-Hilsim-Viewer: 1\r\n";
+  // a form of another site cannot set the header
+  EXPECT_EQ(request(port_, "POST", base + "/pause").status, 403);
+  Response r = request(port_, "POST", base + "/pause", marker);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(fromJson<v1::SessionInfo>(r.body).state(), v1::SESSION_STATE_PAUSED);
+  r = request(port_, "POST", base + "/pause", marker);
+  EXPECT_EQ(r.status, 409);  // not running
+  EXPECT_NE(r.body.find("\"error\""), std::string::npos);
+  r = request(port_, "POST", base + "/start", marker);
+  EXPECT_EQ(fromJson<v1::SessionInfo>(r.body).state(), v1::SESSION_STATE_RUNNING);
+  r = request(port_, "POST", base + "/reset", marker);
+  EXPECT_EQ(fromJson<v1::SessionInfo>(r.body).state(), v1::SESSION_STATE_CREATED);
+  // another origin is refused even with the header
+  EXPECT_EQ(request(port_, "POST", base + "/start", marker + "Origin: http://evil.example\r\n")
+                .status,
+            403);
+
+  EXPECT_EQ(request(port_, "GET", "/api/sessions/999/scene").status, 404);
+  EXPECT_EQ(request(port_, "GET", "/no/such/page").status, 404);
+  EXPECT_EQ(request(port_, "GET", base + "/start").status, 405);
+  EXPECT_EQ(request(port_, "DELETE", "/api/sessions").status, 405);
+  EXPECT_EQ(request(port_, "GET", "/ws/sessions/1").status, 400);  // no upgrade
+  FrameReader unknown(port_, "/ws/sessions/999");
+  EXPECT_FALSE(unknown.connected());
+  const auto root = fromJson<google::protobuf::Struct>(request(port_, "GET", "/api/sessions").body);
+  // 403, 409, 403, 404, 404, 405, 405, 400 and the refused WebSocket
+  EXPECT_EQ(root.fields().at("viewer").struct_value().fields().at("refused").number_value(), 9);
+  // the session kept running through all of it
+  EXPECT_EQ(server_->sessions().find(id)->session().state(), rt::SessionState::kCreated);
+}
+
+TEST_F(ViewerTest, AClosedSessionEndsItsFrames) {
+  const std::uint64_t id = createSession("pendulum", "swing", true);
+  FrameReader reader(port_, "/ws/sessions/" + std::to_string(id));
+  ASSERT_TRUE(reader.connected()) << reader.error();
+  ASSERT_FALSE(reader.next().empty());
+  v1::SessionStats final_stats;
+  ASSERT_TRUE(server_->sessions().close(id, &final_stats));
+  bool closed = false;
+  for (int k = 0; k < 100 && !closed; ++k) {
+    const std::string json = reader.next();
+    ASSERT_FALSE(json.empty());
+    closed = fromJson<v1::ViewerFrame>(json).closed();
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(request(port_, "GET", "/api/sessions/" + std::to_string(id) + "/scene").status, 404);
+}
+
+TEST_F(ViewerTest, TheAccessTokenGuardsTheApiAndTheFramesButNotThePage) {
+  server_->shutdown();
+  ServerConfig config = test::loopbackServerConfig();
+  config.viewer_enabled = true;
+  config.viewer_port = 0;
+  config.access_token = "s3cret-token";
+  config.session_defaults.mutable_thread()->set_lock_memory(false);
+  startServer(config);
+  const std::uint64_t id = createSession("pendulum", "swing", true);
+  EXPECT_EQ(request(port_, "GET", "/").status, 200);
+  EXPECT_EQ(request(port_, "GET", "/api/sessions").status, 401);
+  EXPECT_EQ(request(port_, "GET", "/api/sessions", "Authorization: Bearer wrong\r\n").status, 401);
+  EXPECT_EQ(request(port_, "GET", "/api/sessions", "Authorization: Bearer s3cret-token\r\n").status,
+            200);
+  EXPECT_EQ(request(port_, "GET", "/api/sessions?token=s3cret-token").status, 200);
+  const std::string frames = "/ws/sessions/" + std::to_string(id);
+  EXPECT_FALSE(FrameReader(port_, frames).connected());
+  FrameReader reader(port_, frames + "?token=s3cret-token");
+  ASSERT_TRUE(reader.connected()) << reader.error();
+  EXPECT_FALSE(reader.next().empty());
+}
+
+TEST_F(ViewerTest, ASecondViewerOnTheSamePortDoesNotStart) {
+  ServerConfig config = test::loopbackServerConfig();
+  config.viewer_port = port_;
+  try {
+    Viewer second(config, server_->sessions());
+    FAIL() << "a second viewer listened on the same port";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("viewer: cannot listen on 127.0.0.1:" +
+                                         std::to_string(port_)),
+              std::string::npos)
+        << e.what();
+  }
+  // the first one still serves
+  EXPECT_EQ(request(port_, "GET", "/api/sessions").status, 200);
+}
+
+}  // namespace
+}  // namespace hilsim::server

@@ -1,0 +1,480 @@
+// The hilsim viewer page: the session list, the 3D view of one session (three.js), its joint
+// table and plots (uPlot). Talks to the server that served it: GET /api/sessions, GET
+// /api/sessions/<id>/scene, POST /api/sessions/<id>/<start|pause|reset>, and the WebSocket
+// /ws/sessions/<id> of frames (proto/hilsim/v1/viewer.proto as JSON). The world is z-up.
+import * as THREE from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import './viewer.css';
+
+const $ = (id) => document.getElementById(id);
+const PLOT_SECONDS = 10;  // the plots' window
+const MAX_PLOTTED_JOINTS = 6;
+const PLOT_COLOURS = ['#4fa3ff', '#ffb347', '#53d48a', '#ff5c5c', '#c38fff', '#5ce0e0'];
+const ROLE_MATERIAL = {
+  ROLE_LINK: { color: 0x9aa4b1, metalness: 0.3, roughness: 0.5 },
+  ROLE_JOINT: { color: 0x4fa3ff, metalness: 0.2, roughness: 0.4 },
+  ROLE_INERTIA: { metalness: 0.1, roughness: 0.7, transparent: true, opacity: 0.6 },
+};
+/** A colour per body for its inertia box, so that neighbouring links stand apart. */
+function bodyColour(i) {
+  return new THREE.Color().setHSL((0.07 + 0.13 * i) % 1, 0.55, 0.55);
+}
+
+// What the browser test and a curious user can read: window.hilsimViewer.
+const status = {
+  sessionId: null,
+  sceneLoaded: false,
+  frames: 0,
+  lastFrame: null,
+  error: '',
+  /** World position [x, y, z] of body `i` as drawn now. */
+  bodyPosition(i) {
+    const group = view.bodies[i];
+    return group ? group.position.toArray() : null;
+  },
+};
+window.hilsimViewer = status;
+
+// --- access token (only when the server requires one) ---
+let token = sessionStorage.getItem('hilsim-token') || '';
+function authHeaders(extra = {}) {
+  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+}
+async function api(path, options = {}) {
+  const response = await fetch(path, { ...options, headers: authHeaders(options.headers) });
+  const body = await response.json().catch(() => ({}));
+  if (response.status === 401) $('token-box').hidden = false;
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+  return body;
+}
+$('token-set').onclick = () => {
+  token = $('token').value.trim();
+  sessionStorage.setItem('hilsim-token', token);
+  $('token-box').hidden = true;
+  refreshSessions();
+};
+
+function say(text) {
+  $('message').textContent = text;
+  status.error = text;
+}
+
+// --- the 3D view ---
+const view = (() => {
+  const container = $('view');
+  const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+  renderer.setPixelRatio(window.devicePixelRatio);
+  container.appendChild(renderer.domElement);
+  const scene = new THREE.Scene();
+  scene.background = new THREE.Color(0x15181d);
+  const camera = new THREE.PerspectiveCamera(45, 1, 0.01, 1000);
+  camera.up.set(0, 0, 1);
+  const controls = new OrbitControls(camera, renderer.domElement);
+  controls.enableDamping = true;
+  scene.add(new THREE.HemisphereLight(0xdde6ff, 0x30343a, 1.6));
+  const sun = new THREE.DirectionalLight(0xffffff, 1.8);
+  sun.position.set(3, -2, 6);
+  scene.add(sun);
+  const world = new THREE.Group();  // everything of the current session
+  scene.add(world);
+
+  function resize() {
+    const { clientWidth: w, clientHeight: h } = container;
+    renderer.setSize(w, h);
+    camera.aspect = w / Math.max(h, 1);
+    camera.updateProjectionMatrix();
+  }
+  window.addEventListener('resize', resize);
+  resize();
+  renderer.setAnimationLoop(() => {
+    controls.update();
+    renderer.render(scene, camera);
+  });
+  return { scene, camera, controls, world, bodies: [], closures: [], springs: [], flexible: [] };
+})();
+
+function quaternion(wxyz) {
+  return new THREE.Quaternion(wxyz[1], wxyz[2], wxyz[3], wxyz[0]);
+}
+
+function shapeMesh(shape, body) {
+  let geometry;
+  const s = shape.size;
+  if (shape.kind === 'KIND_BOX') {
+    geometry = new THREE.BoxGeometry(s[0], s[1], s[2]);
+  } else if (shape.kind === 'KIND_CYLINDER') {
+    geometry = new THREE.CylinderGeometry(s[0], s[0], s[1], 20);
+    geometry.rotateX(Math.PI / 2);  // three's cylinders run along y; ours along z
+  } else {
+    geometry = new THREE.SphereGeometry(s[0], 20, 14);
+  }
+  const material = new THREE.MeshStandardMaterial(ROLE_MATERIAL[shape.role]);
+  if (shape.role === 'ROLE_INERTIA') material.color = bodyColour(body);
+  const mesh = new THREE.Mesh(geometry, material);
+  mesh.position.fromArray(shape.position);
+  mesh.quaternion.copy(quaternion(shape.rotation));
+  return mesh;
+}
+
+/** A segment drawn as a thin cylinder between two points, moved each frame. */
+function segment(radius, colour) {
+  const geometry = new THREE.CylinderGeometry(radius, radius, 1, 10);
+  geometry.rotateX(Math.PI / 2);
+  const mesh = new THREE.Mesh(geometry, new THREE.MeshStandardMaterial({ color: colour }));
+  mesh.visible = false;
+  return mesh;
+}
+const Z = new THREE.Vector3(0, 0, 1);
+function placeSegment(mesh, a, b) {
+  const d = new THREE.Vector3().subVectors(b, a);
+  const length = d.length();
+  mesh.visible = length > 1e-9;
+  if (!mesh.visible) return;
+  mesh.position.addVectors(a, b).multiplyScalar(0.5);
+  mesh.quaternion.setFromUnitVectors(Z, d.divideScalar(length));
+  mesh.scale.set(1, 1, length);
+}
+
+function buildScene(scene) {
+  view.world.clear();
+  view.bodies = [];
+  view.closures = [];
+  view.springs = [];
+  view.flexible = [];
+  const extent = scene.extent;
+  const radius = Math.min(Math.max(0.015 * extent, 0.002), 0.05);
+
+  // "Up" is against gravity (most models: +z); the ground is the plane through W's origin
+  // normal to it, the world frame is drawn at that origin.
+  const g = new THREE.Vector3().fromArray(scene.model.gravity || [0, 0, -9.81]);
+  const up = g.lengthSq() > 0 ? g.clone().negate().normalize() : new THREE.Vector3(0, 0, 1);
+  const size = Math.max(1, Math.ceil(2 * extent));
+  const grid = new THREE.GridHelper(size, size * 4 > 80 ? size : size * 4, 0x3a4350, 0x272c34);
+  grid.quaternion.setFromUnitVectors(new THREE.Vector3(0, 1, 0), up);  // three's grid lies in xz
+  view.world.add(grid);
+  const axes = new THREE.AxesHelper(Math.max(0.3, 0.4 * extent));
+  view.world.add(axes);
+
+  scene.bodies.forEach((body, i) => {
+    const group = new THREE.Group();
+    group.name = body.name;
+    for (const shape of body.shapes) group.add(shapeMesh(shape, i));
+    view.world.add(group);
+    view.bodies.push(group);
+    if (body.nodes > 0) {
+      const pieces = [];
+      for (let k = 0; k + 1 < body.nodes; ++k) {
+        const piece = segment(1.2 * radius, 0x53d48a);
+        view.world.add(piece);
+        pieces.push(piece);
+      }
+      view.flexible.push({ body: i, nodes: body.nodes, pieces });
+    }
+  });
+  for (const closure of scene.closures) {
+    const gap = segment(0.5 * radius, 0xff5c5c);
+    const marker = new THREE.Mesh(new THREE.SphereGeometry(1.6 * radius, 16, 12),
+      new THREE.MeshStandardMaterial({ color: 0xff5c5c }));
+    view.world.add(gap, marker);
+    view.closures.push({ closure, gap, marker });
+  }
+  for (const spring of scene.springs) {
+    const line = segment(0.6 * radius, 0xe8d44d);
+    view.world.add(line);
+    view.springs.push(line);
+  }
+  // Look from a corner above the ground, at the middle of the model's height.
+  const side = Math.abs(up.x) < 0.9 ? new THREE.Vector3(1, 0, 0) : new THREE.Vector3(0, 1, 0);
+  side.addScaledVector(up, -side.dot(up)).normalize();
+  const across = new THREE.Vector3().crossVectors(up, side);
+  const d = 1.7 * extent;
+  view.camera.up.copy(up);
+  view.camera.position.copy(side).multiplyScalar(d).addScaledVector(across, -1.3 * d)
+    .addScaledVector(up, 0.8 * d);
+  view.controls.target.copy(up).multiplyScalar(0.35 * extent);
+  view.camera.near = extent / 500;
+  view.camera.far = extent * 200;
+  view.camera.updateProjectionMatrix();
+}
+
+function applyPoses(frame) {
+  const p = frame.poses;
+  for (let i = 0; i < view.bodies.length && 7 * i + 6 < p.length; ++i) {
+    const group = view.bodies[i];
+    group.position.set(p[7 * i], p[7 * i + 1], p[7 * i + 2]);
+    group.quaternion.set(p[7 * i + 4], p[7 * i + 5], p[7 * i + 6], p[7 * i + 3]);
+  }
+  const point = (array, k) => new THREE.Vector3(array[3 * k], array[3 * k + 1], array[3 * k + 2]);
+  view.closures.forEach(({ gap, marker }, k) => {
+    if (frame.closure_points.length < 6 * (k + 1)) return;
+    const a = point(frame.closure_points, 2 * k);
+    placeSegment(gap, a, point(frame.closure_points, 2 * k + 1));
+    marker.position.copy(a);
+  });
+  view.springs.forEach((line, k) => {
+    if (frame.spring_points.length < 6 * (k + 1)) return;
+    placeSegment(line, point(frame.spring_points, 2 * k), point(frame.spring_points, 2 * k + 1));
+  });
+  let node = 0;
+  for (const body of view.flexible) {
+    for (let k = 0; k + 1 < body.nodes; ++k) {
+      if (frame.nodes.length >= 3 * (node + k + 2)) {
+        placeSegment(body.pieces[k], point(frame.nodes, node + k), point(frame.nodes, node + k + 1));
+      }
+    }
+    node += body.nodes;
+  }
+}
+
+// --- joint table and plots ---
+let model = null;
+let rows = [];
+const plotted = new Set();
+let jointPlot = null;
+let timingPlot = null;
+let jointData = [[]];
+let timingData = [[], [], [], [], []];
+let lastMisses = null;
+
+function plotWidth() {
+  return Math.max(200, document.querySelector('aside').clientWidth - 24);
+}
+
+function makeJointPlot() {
+  if (jointPlot) jointPlot.destroy();
+  const chosen = [...plotted];
+  jointData = [[], ...chosen.map(() => [])];
+  jointPlot = new uPlot({
+    width: plotWidth(), height: 170,
+    legend: { live: false },
+    scales: { x: { time: false } },
+    axes: [{ stroke: '#8a93a0', label: 'simulation time [s]', grid: { stroke: '#2a3038' } },
+      { stroke: '#8a93a0', grid: { stroke: '#2a3038' } }],
+    series: [{ label: 't' }, ...chosen.map((j, k) => ({
+      label: rows[j].entry.name, stroke: PLOT_COLOURS[k % PLOT_COLOURS.length], width: 1.5,
+    }))],
+  }, jointData, $('joint-plot'));
+}
+
+function makeTimingPlot() {
+  if (timingPlot) timingPlot.destroy();
+  timingData = [[], [], [], [], []];
+  timingPlot = new uPlot({
+    width: plotWidth(), height: 170,
+    legend: { live: false },
+    scales: { x: { time: false }, y: { distr: 3 }, misses: { range: (u, min, max) => [0, Math.max(1, max)] } },
+    axes: [{ stroke: '#8a93a0', label: 'wall time on this page [s]', grid: { stroke: '#2a3038' } },
+      { stroke: '#8a93a0', grid: { stroke: '#2a3038' }, size: 56 },
+      { scale: 'misses', side: 1, stroke: '#ff5c5c', grid: { show: false } }],
+    series: [{ label: 't' },
+      { label: 'period', stroke: '#8a93a0', dash: [4, 4], width: 1 },
+      { label: 'compute p99', stroke: '#4fa3ff', width: 1.5 },
+      { label: 'compute max', stroke: '#ffb347', width: 1.5 },
+      { label: 'misses/s', stroke: '#ff5c5c', width: 1.5, scale: 'misses' }],
+  }, timingData, $('timing-plot'));
+}
+
+/** One row per joint, then one per modal coordinate of a flexible body (not in any joint). */
+function tableEntries() {
+  const range = (start, n) => Array.from({ length: n }, (_, k) => start + k);
+  const entries = model.joints.map((joint) => ({
+    name: joint.name, qs: range(joint.q_start, joint.nq), vs: range(joint.v_start, joint.nv),
+  }));
+  const usedQ = new Set(entries.flatMap((e) => e.qs));
+  const usedV = new Set(entries.flatMap((e) => e.vs));
+  const freeQ = range(0, model.nq).filter((i) => !usedQ.has(i));
+  const freeV = range(0, model.nv).filter((i) => !usedV.has(i));
+  // modal coordinates have one q and one v each, in the same order
+  freeQ.forEach((qi, k) => entries.push({
+    name: model.q_labels[qi], qs: [qi], vs: k < freeV.length ? [freeV[k]] : [],
+  }));
+  return entries;
+}
+
+function buildTable() {
+  const body = $('joints').tBodies[0];
+  body.replaceChildren();
+  rows = tableEntries().map((entry, j) => {
+    const row = body.insertRow();
+    const tick = document.createElement('input');
+    tick.type = 'checkbox';
+    tick.checked = plotted.has(j);
+    tick.onchange = () => {
+      if (tick.checked && plotted.size >= MAX_PLOTTED_JOINTS) { tick.checked = false; return; }
+      if (tick.checked) plotted.add(j); else plotted.delete(j);
+      makeJointPlot();
+    };
+    row.insertCell().append(tick);
+    row.insertCell().textContent = entry.name;
+    const cells = [row.insertCell(), row.insertCell(), row.insertCell()];
+    return { entry, cells };
+  });
+}
+
+const fmt = (x) => (Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-3 && x !== 0)
+  ? x.toExponential(2) : x.toFixed(3));
+const pick = (values, indices) => indices.map((i) => fmt(values[i])).join(' ');
+
+let lastTableUpdate = 0;
+function updateTable(frame) {
+  const now = performance.now();
+  if (now - lastTableUpdate < 100) return;  // ten updates a second are readable
+  lastTableUpdate = now;
+  for (const { entry, cells } of rows) {
+    cells[0].textContent = pick(frame.q, entry.qs);
+    cells[1].textContent = pick(frame.v, entry.vs);
+    cells[2].textContent = pick(frame.tau, entry.vs);
+  }
+}
+
+function trim(data, now) {
+  while (data[0].length > 0 && data[0][0] < now - PLOT_SECONDS) for (const s of data) s.shift();
+}
+
+const pageStart = performance.now();
+function updatePlots(frame, periodNs) {
+  const t = frame.time;
+  if (jointData[0].length > 0 && t < jointData[0][jointData[0].length - 1]) {
+    for (const s of jointData) s.length = 0;  // a reset: time went back
+  }
+  jointData[0].push(t);
+  [...plotted].forEach((j, k) => jointData[k + 1].push(frame.q[rows[j].entry.qs[0]]));
+  trim(jointData, t);
+  jointPlot.setData(jointData);
+
+  const wall = (performance.now() - pageStart) / 1000;
+  const timing = frame.timing || {};
+  const compute = timing.compute_time || {};
+  const misses = Number(timing.deadline_misses || 0);
+  let rate = 0;
+  if (lastMisses && wall > lastMisses.wall && misses >= lastMisses.misses) {
+    rate = (misses - lastMisses.misses) / (wall - lastMisses.wall);
+  }
+  lastMisses = { wall, misses };
+  timingData[0].push(wall);
+  timingData[1].push(periodNs / 1000);
+  timingData[2].push(Math.max(Number(compute.p99_ns || 0) / 1000, 0.1));  // log axis
+  timingData[3].push(Math.max(Number(compute.max_ns || 0) / 1000, 0.1));
+  timingData[4].push(rate);
+  trim(timingData, wall);
+  timingPlot.setData(timingData);
+  $('timing').textContent = `cycles ${timing.cycles || 0}, deadline misses ${misses}` +
+    `, skipped ${timing.skipped_cycles || 0}; compute p50 ${(Number(compute.p50_ns || 0) / 1000).toFixed(1)} µs` +
+    ` (figures since start or reset)`;
+}
+
+// --- sessions ---
+let sessions = [];
+let current = null;  // { id, socket, scene }
+
+const STATE_NAME = (s) => (s || '').replace('SESSION_STATE_', '');
+
+async function refreshSessions() {
+  try {
+    const body = await api('/api/sessions');
+    sessions = body.list.sessions || [];
+    const select = $('session');
+    const wanted = current ? current.id : new URLSearchParams(location.hash.slice(1)).get('session');
+    select.replaceChildren(...sessions.map((s) => {
+      const option = new Option(`${s.session_id} ${s.name} (${s.model.name})`, s.session_id);
+      return option;
+    }));
+    if (sessions.length === 0) {
+      say('no session: create one (hilsim session create, or the Python client)');
+      return;
+    }
+    const chosen = sessions.find((s) => s.session_id === wanted) || sessions[0];
+    select.value = chosen.session_id;
+    if (!current || current.id !== chosen.session_id) openSession(chosen.session_id);
+    if (status.error.startsWith('no session')) say('');
+  } catch (e) {
+    say(`session list: ${e.message}`);
+  }
+}
+
+async function openSession(id) {
+  if (current && current.socket) current.socket.close();
+  current = { id, socket: null, scene: null };
+  status.sessionId = id;
+  status.sceneLoaded = false;
+  location.hash = `session=${id}`;
+  try {
+    const scene = await api(`/api/sessions/${id}/scene`);
+    if (!current || current.id !== id) return;
+    current.scene = scene;
+    model = scene.model;
+    plotted.clear();
+    model.joints.slice(0, 3).forEach((_, j) => plotted.add(j));
+    buildScene(scene);
+    buildTable();
+    makeJointPlot();
+    makeTimingPlot();
+    lastMisses = null;
+    status.sceneLoaded = true;
+    connect(id);
+  } catch (e) {
+    say(`session ${id}: ${e.message}`);
+  }
+}
+
+function connect(id) {
+  const query = token ? `?token=${encodeURIComponent(token)}` : '';
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  const socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${id}${query}`);
+  current.socket = socket;
+  const keepAlive = setInterval(() => socket.readyState === 1 && socket.send('{}'), 2000);
+  socket.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    if (!current || current.id !== id) return;
+    if (frame.closed) {
+      current.closed = true;  // the server closes the socket: no reconnection
+      showState('CLOSED');
+      say(`session ${id} was closed`);
+      return;
+    }
+    status.frames += 1;
+    status.lastFrame = frame;
+    applyPoses(frame);
+    updateTable(frame);
+    updatePlots(frame, Number(current.scene.control_period_ns));
+    showState(STATE_NAME(frame.state));
+    $('clock').textContent = `t ${frame.time.toFixed(3)} s · cycle ${frame.cycle}` +
+      ` · ${frame.real_time_factor.toFixed(2)}× real time`;
+    if (frame.fault) say(frame.fault);
+  };
+  socket.onclose = () => {
+    clearInterval(keepAlive);
+    if (current && current.id === id && current.socket === socket && !current.closed) {
+      setTimeout(() => current && current.id === id && connect(id), 1000);  // the server restarted?
+    }
+  };
+}
+
+function showState(name) {
+  const badge = $('state');
+  badge.textContent = name;
+  badge.className = `badge ${name}`;
+  $('start').disabled = !['CREATED', 'PAUSED'].includes(name);
+  $('pause').disabled = name !== 'RUNNING';
+  $('reset').disabled = name === 'CLOSED';
+}
+
+async function action(name) {
+  if (!current) return;
+  try {
+    await api(`/api/sessions/${current.id}/${name}`,
+      { method: 'POST', headers: { 'X-Hilsim-Viewer': '1' } });
+    say('');
+  } catch (e) {
+    say(`${name}: ${e.message}`);
+  }
+}
+$('start').onclick = () => action('start');
+$('pause').onclick = () => action('pause');
+$('reset').onclick = () => action('reset');
+$('session').onchange = (event) => openSession(event.target.value);
+
+refreshSessions();
+setInterval(refreshSessions, 2000);
