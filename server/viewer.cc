@@ -227,18 +227,19 @@ struct Viewer::Impl {
   }
 
   std::string sessionsJson() {
-    v1::ListSessionsResponse list;
+    v1::ViewerSessions out;
     for (const std::shared_ptr<ServerSession>& session : registry.list()) {
       if (session->closed()) continue;
-      session->fillInfo(list.add_sessions());
+      session->fillInfo(out.mutable_list()->add_sessions());
     }
-    return "{\"list\":" + toJson(list) +
-           ",\"viewer\":{\"requests\":" + std::to_string(counters.requests.load()) +
-           ",\"refused\":" + std::to_string(counters.refused.load()) +
-           ",\"frames_sent\":" + std::to_string(counters.frames_sent.load()) +
-           ",\"send_errors\":" + std::to_string(counters.send_errors.load()) +
-           ",\"pages\":" + std::to_string(counters.pages.load()) +
-           ",\"rate_hz\":" + std::to_string(config.viewer_rate_hz) + "}}";
+    v1::ViewerCounters* c = out.mutable_viewer();
+    c->set_requests(counters.requests.load(std::memory_order_relaxed));
+    c->set_refused(counters.refused.load(std::memory_order_relaxed));
+    c->set_frames_sent(counters.frames_sent.load(std::memory_order_relaxed));
+    c->set_send_errors(counters.send_errors.load(std::memory_order_relaxed));
+    c->set_pages(static_cast<std::uint32_t>(counters.pages.load(std::memory_order_relaxed)));
+    c->set_rate_hz(config.viewer_rate_hz);
+    return toJson(out);
   }
 
   // --- WebSockets ---

@@ -720,7 +720,7 @@ TEST(Contract, EveryElementIsDocumented) {
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{"hilsim/v1/control.proto", "hilsim/v1/service.proto",
                                              "hilsim/v1/session.proto", "hilsim/v1/types.proto",
-                                             "hilsim/v1/udp.proto"}));
+                                             "hilsim/v1/udp.proto", "hilsim/v1/viewer.proto"}));
   EXPECT_GT(elements, 30);
 }
 

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <civetweb.h>
-#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <chrono>
@@ -236,14 +235,14 @@ TEST_F(ViewerTest, ListsTheOpenSessions) {
   const Response response = request(port_, "GET", "/api/sessions");
   ASSERT_EQ(response.status, 200) << response.body;
   EXPECT_EQ(response.content_type, "application/json");
-  const auto root = fromJson<google::protobuf::Struct>(response.body);
-  const auto& list = root.fields().at("list").struct_value().fields().at("sessions").list_value();
-  ASSERT_EQ(list.values_size(), 1);
-  const auto& session = list.values(0).struct_value().fields();
-  EXPECT_EQ(session.at("session_id").string_value(), std::to_string(id));
-  EXPECT_EQ(session.at("name").string_value(), "swing");
-  EXPECT_EQ(session.at("state").string_value(), "SESSION_STATE_RUNNING");
-  EXPECT_GE(root.fields().at("viewer").struct_value().fields().at("requests").number_value(), 1);
+  const auto sessions = fromJson<v1::ViewerSessions>(response.body);
+  ASSERT_EQ(sessions.list().sessions_size(), 1);
+  const v1::SessionInfo& session = sessions.list().sessions(0);
+  EXPECT_EQ(session.session_id(), id);
+  EXPECT_EQ(session.name(), "swing");
+  EXPECT_EQ(session.state(), v1::SESSION_STATE_RUNNING);
+  EXPECT_EQ(sessions.viewer().requests(), 1u);
+  EXPECT_EQ(sessions.viewer().rate_hz(), 30.0);
 }
 
 // The scene's shapes come from the model: a segment to every child joint, one joint marker per
@@ -392,9 +391,10 @@ TEST_F(ViewerTest, ActionsDriveTheSessionAndBadRequestsAreRefusedAndCounted) {
   EXPECT_EQ(request(port_, "GET", "/ws/sessions/1").status, 400);  // no upgrade
   FrameReader unknown(port_, "/ws/sessions/999");
   EXPECT_FALSE(unknown.connected());
-  const auto root = fromJson<google::protobuf::Struct>(request(port_, "GET", "/api/sessions").body);
+  const auto sessions =
+      fromJson<v1::ViewerSessions>(request(port_, "GET", "/api/sessions").body);
   // 403, 409, 403, 404, 404, 405, 405, 400 and the refused WebSocket
-  EXPECT_EQ(root.fields().at("viewer").struct_value().fields().at("refused").number_value(), 9);
+  EXPECT_EQ(sessions.viewer().refused(), 9u);
   // the session kept running through all of it
   EXPECT_EQ(server_->sessions().find(id)->session().state(), rt::SessionState::kCreated);
 }

@@ -65,7 +65,7 @@ function say(text) {
 const view = (() => {
   const container = $('view');
   const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
-  renderer.setPixelRatio(window.devicePixelRatio);
+  renderer.setPixelRatio(Math.min(window.devicePixelRatio, 2));
   container.appendChild(renderer.domElement);
   const scene = new THREE.Scene();
   scene.background = new THREE.Color(0x15181d);
@@ -88,11 +88,21 @@ const view = (() => {
   }
   window.addEventListener('resize', resize);
   resize();
+  // Draw only when something changed (a frame came, the camera moved, the window changed): an
+  // idle page costs nothing, and a busy one leaves the browser time for its other work.
+  const state = { dirty: true };
+  controls.addEventListener('change', () => { state.dirty = true; });
+  window.addEventListener('resize', () => { state.dirty = true; });
   renderer.setAnimationLoop(() => {
-    controls.update();
+    controls.update();  // damping: moves the camera (and fires 'change') until it settles
+    if (!state.dirty) return;
+    state.dirty = false;
     renderer.render(scene, camera);
   });
-  return { scene, camera, controls, world, bodies: [], closures: [], springs: [], flexible: [] };
+  return {
+    scene, camera, controls, world, bodies: [], closures: [], springs: [], flexible: [],
+    redraw() { state.dirty = true; },
+  };
 })();
 
 function quaternion(wxyz) {
@@ -189,7 +199,7 @@ function buildScene(scene) {
   const side = Math.abs(up.x) < 0.9 ? new THREE.Vector3(1, 0, 0) : new THREE.Vector3(0, 1, 0);
   side.addScaledVector(up, -side.dot(up)).normalize();
   const across = new THREE.Vector3().crossVectors(up, side);
-  const d = 1.7 * extent;
+  const d = 0.9 * extent;
   view.camera.up.copy(up);
   view.camera.position.copy(side).multiplyScalar(d).addScaledVector(across, -1.3 * d)
     .addScaledVector(up, 0.8 * d);
@@ -197,9 +207,11 @@ function buildScene(scene) {
   view.camera.near = extent / 500;
   view.camera.far = extent * 200;
   view.camera.updateProjectionMatrix();
+  view.redraw();
 }
 
 function applyPoses(frame) {
+  view.redraw();
   const p = frame.poses;
   for (let i = 0; i < view.bodies.length && 7 * i + 6 < p.length; ++i) {
     const group = view.bodies[i];
@@ -239,7 +251,7 @@ let timingData = [[], [], [], [], []];
 let lastMisses = null;
 
 function plotWidth() {
-  return Math.max(200, document.querySelector('aside').clientWidth - 24);
+  return Math.max(200, document.querySelector('aside').clientWidth - 36);
 }
 
 function makeJointPlot() {
@@ -347,12 +359,14 @@ function updatePlots(frame, periodNs) {
   const wall = (performance.now() - pageStart) / 1000;
   const timing = frame.timing || {};
   const compute = timing.compute_time || {};
+  // Misses per second over the last half second or more: frames can arrive in bursts, and a
+  // rate over a few milliseconds says little.
   const misses = Number(timing.deadline_misses || 0);
-  let rate = 0;
-  if (lastMisses && wall > lastMisses.wall && misses >= lastMisses.misses) {
-    rate = (misses - lastMisses.misses) / (wall - lastMisses.wall);
+  if (!lastMisses || misses < lastMisses.misses) lastMisses = { wall, misses, rate: 0 };
+  if (wall - lastMisses.wall >= 0.5) {
+    lastMisses = { wall, misses, rate: (misses - lastMisses.misses) / (wall - lastMisses.wall) };
   }
-  lastMisses = { wall, misses };
+  const rate = lastMisses.rate;
   timingData[0].push(wall);
   timingData[1].push(periodNs / 1000);
   timingData[2].push(Math.max(Number(compute.p99_ns || 0) / 1000, 0.1));  // log axis
@@ -374,7 +388,7 @@ const STATE_NAME = (s) => (s || '').replace('SESSION_STATE_', '');
 async function refreshSessions() {
   try {
     const body = await api('/api/sessions');
-    sessions = body.list.sessions || [];
+    sessions = (body.list && body.list.sessions) || [];
     const select = $('session');
     const wanted = current ? current.id : new URLSearchParams(location.hash.slice(1)).get('session');
     select.replaceChildren(...sessions.map((s) => {
