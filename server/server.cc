@@ -161,6 +161,12 @@ void Server::start() {
                s.viewer ? "http://" + s.config.bind_address + ":" +
                               std::to_string(s.viewer->port()) + "/"
                         : std::string("disabled"));
+  if (s.viewer) {
+    spdlog::info("viewer: open http://{}:{}/ in a browser", s.config.bind_address == "0.0.0.0"
+                                                               ? "127.0.0.1"
+                                                               : s.config.bind_address,
+                 s.viewer->port());
+  }
   s.running = true;
 
   for (const StartupSession& startup : s.config.startup_sessions) {

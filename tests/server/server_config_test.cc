@@ -94,6 +94,9 @@ TEST_F(ServerConfigTest, ShippedFileHasTheDocumentedValues) {
   EXPECT_EQ(c.udp_port_last, 50199);
   EXPECT_TRUE(c.metrics_enabled);
   EXPECT_EQ(c.metrics_port, 9464);
+  EXPECT_TRUE(c.viewer_enabled);
+  EXPECT_EQ(c.viewer_port, 8088);
+  EXPECT_EQ(c.viewer_rate_hz, 30.0);
   EXPECT_TRUE(c.tls_certificate_file.empty());
   EXPECT_TRUE(c.tls_key_file.empty());
   EXPECT_TRUE(c.access_token.empty());
@@ -173,6 +176,9 @@ TEST_F(ServerConfigTest, AbsentKeysTakeTheDefaults) {
     EXPECT_EQ(c.udp_port_last, defaults.udp_port_last);
     EXPECT_EQ(c.metrics_enabled, defaults.metrics_enabled);
     EXPECT_EQ(c.metrics_port, defaults.metrics_port);
+    EXPECT_EQ(c.viewer_enabled, defaults.viewer_enabled);
+    EXPECT_EQ(c.viewer_port, defaults.viewer_port);
+    EXPECT_EQ(c.viewer_rate_hz, defaults.viewer_rate_hz);
     EXPECT_EQ(c.max_sessions, defaults.max_sessions);
     EXPECT_EQ(c.max_control_rate_hz, defaults.max_control_rate_hz);
     EXPECT_EQ(c.max_substeps, defaults.max_substeps);
@@ -234,6 +240,7 @@ listen:
   grpc_port: 6001
   udp: {enabled: true, ports: [7000, 7009]}
   metrics: {enabled: false, port: 6002}
+  viewer: {enabled: false, port: 6003, rate_hz: 60}
 security:
   tls: {certificate: tls/server.crt, key: tls/server.key}
   access_token_file: secret/token
@@ -281,6 +288,9 @@ log: {level: debug, format: json}
   EXPECT_EQ(c.udp_port_last, 7009);
   EXPECT_FALSE(c.metrics_enabled);
   EXPECT_EQ(c.metrics_port, 6002);
+  EXPECT_FALSE(c.viewer_enabled);
+  EXPECT_EQ(c.viewer_port, 6003);
+  EXPECT_EQ(c.viewer_rate_hz, 60.0);
   EXPECT_EQ(c.tls_certificate_file, (dir_ / "tls/server.crt").string());
   EXPECT_EQ(c.tls_key_file, (dir_ / "tls/server.key").string());
   EXPECT_EQ(c.access_token, "s3cret-Token_1");  // without the file's newline
@@ -446,6 +456,11 @@ TEST_F(ServerConfigTest, OutOfRangeValuesAreErrors) {
   expectError("listen: {udp: {ports: [0, 50100]}}\n", "listen.udp.ports");
   expectError("listen: {udp: {ports: [50100]}}\n", "listen.udp.ports", "two ports");
   expectError("listen: {grpc_port: 9000, metrics: {port: 9000}}\n", "listen.metrics.port");
+  expectError("listen: {grpc_port: 9000, viewer: {port: 9000}}\n", "listen.viewer.port");
+  expectError("listen: {metrics: {port: 9000}, viewer: {port: 9000}}\n", "listen.viewer.port");
+  expectError("listen: {viewer: {rate_hz: 0.5}}\n", "listen.viewer.rate_hz", "1 to 120");
+  expectError("listen: {viewer: {rate_hz: 500}}\n", "listen.viewer.rate_hz");
+  expectError("listen: {viewer: {colour: blue}}\n", "listen.viewer.colour");
   expectError("session_defaults: {control_rate_hz: 50}\n", "session_defaults.control_rate_hz",
               "100 to 10000");
   expectError("session_defaults: {control_rate_hz: 20000}\n", "session_defaults.control_rate_hz");
