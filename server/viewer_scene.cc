@@ -66,6 +66,58 @@ double modelExtent(const Model& model) {
   return std::max(extent, 0.2);  // a single body at the origin still gets a visible ground
 }
 
+/// Segments from body i's frame to every child joint, to the frames of links welded into it, to
+/// its closure frames and spring points.
+void addSegments(const Model& model, int i, double radius, v1::ViewerBody* body) {
+  const bool flexible = model.nmodes[i] > 0;
+  for (int child = i + 1; child < model.nbodies; ++child) {
+    if (model.parent[child] != i) continue;
+    // a child on a flexible body's node: the body itself is drawn deformed through its nodes
+    if (flexible && model.parent_node[child] >= 0) continue;
+    addSegment(body, Vector3::Zero(), model.joint_placement[child].translation, radius);
+  }
+  for (const Frame& frame : model.frames) {
+    if (frame.body == i) addSegment(body, Vector3::Zero(), frame.placement.translation, radius);
+  }
+  for (const LoopClosure& loop : model.loops) {
+    if (loop.body_a == i) addSegment(body, Vector3::Zero(), loop.frame_a.translation, radius);
+    if (loop.body_b == i) addSegment(body, Vector3::Zero(), loop.frame_b.translation, radius);
+  }
+  for (const SpringDamper& spring : model.force_elements) {
+    if (spring.body_a == i) addSegment(body, Vector3::Zero(), spring.point_a, 0.5 * radius);
+    if (spring.body_b == i) addSegment(body, Vector3::Zero(), spring.point_b, 0.5 * radius);
+  }
+}
+
+/// Body i's own visual geometry (URDF <visual>): boxes, cylinders and spheres; meshes are not
+/// loaded.
+void addVisuals(const Model& model, int i, v1::ViewerBody* body) {
+  for (const VisualShape& visual : model.visuals) {
+    if (visual.body != i || visual.geometry == VisualShape::Geometry::kMesh) continue;
+    const Vector3& s = visual.size;
+    v1::ViewerShape* shape = nullptr;
+    switch (visual.geometry) {
+      case VisualShape::Geometry::kBox:
+        shape = addShape(body, v1::ViewerShape::KIND_BOX, v1::ViewerShape::ROLE_VISUAL,
+                         visual.placement.translation, visual.placement.rotation,
+                         {s.x(), s.y(), s.z()});
+        break;
+      case VisualShape::Geometry::kCylinder:
+        shape = addShape(body, v1::ViewerShape::KIND_CYLINDER, v1::ViewerShape::ROLE_VISUAL,
+                         visual.placement.translation, visual.placement.rotation, {s.x(), s.y()});
+        break;
+      case VisualShape::Geometry::kSphere:
+        shape = addShape(body, v1::ViewerShape::KIND_SPHERE, v1::ViewerShape::ROLE_VISUAL,
+                         visual.placement.translation, visual.placement.rotation, {s.x()});
+        break;
+      case VisualShape::Geometry::kMesh: break;
+    }
+    if (shape != nullptr && visual.rgba[3] > 0.0) {
+      for (int k = 0; k < 4; ++k) shape->add_rgba(visual.rgba[k]);
+    }
+  }
+}
+
 }  // namespace
 
 void buildViewerScene(ServerSession& session, v1::ViewerScene* scene) {
@@ -82,38 +134,24 @@ void buildViewerScene(ServerSession& session, v1::ViewerScene* scene) {
   // One thickness for the whole model, from its size: segments of a 1 m arm are 2 cm thick.
   const double radius = std::clamp(0.015 * extent, 0.002, 0.05);
 
+  // The model's own visuals, where it has drawable ones (meshes are not loaded).
+  std::vector<char> has_visuals(model.nbodies, 0);
+  for (const VisualShape& visual : model.visuals) {
+    if (visual.geometry != VisualShape::Geometry::kMesh) has_visuals[visual.body] = 1;
+  }
+
   for (int i = 0; i < model.nbodies; ++i) {
     v1::ViewerBody* body = scene->add_bodies();
     body->set_name(model.body_names[i]);
     body->set_parent(model.parent[i]);
+    if (has_visuals[i]) addVisuals(model, i, body);
     if (i == 0) continue;
     const Inertia& inertia = model.inertias[i];
     body->set_mass(inertia.mass);
     const bool flexible = model.nmodes[i] > 0;
     if (flexible) body->set_nodes(static_cast<std::uint32_t>(model.flexible[i].nodes.size()));
 
-    // Segments to every child joint and to the frames of links welded into this body.
-    for (int child = i + 1; child < model.nbodies; ++child) {
-      if (model.parent[child] != i) continue;
-      Vector3 origin = model.joint_placement[child].translation;
-      if (flexible && model.parent_node[child] >= 0) {
-        // drawn from the undeformed node: the deformed body itself is drawn through its nodes
-        origin += model.flexible[i].nodes[model.parent_node[child]].position;
-        continue;
-      }
-      addSegment(body, Vector3::Zero(), origin, radius);
-    }
-    for (const Frame& frame : model.frames) {
-      if (frame.body == i) addSegment(body, Vector3::Zero(), frame.placement.translation, radius);
-    }
-    for (const LoopClosure& loop : model.loops) {
-      if (loop.body_a == i) addSegment(body, Vector3::Zero(), loop.frame_a.translation, radius);
-      if (loop.body_b == i) addSegment(body, Vector3::Zero(), loop.frame_b.translation, radius);
-    }
-    for (const SpringDamper& spring : model.force_elements) {
-      if (spring.body_a == i) addSegment(body, Vector3::Zero(), spring.point_a, 0.5 * radius);
-      if (spring.body_b == i) addSegment(body, Vector3::Zero(), spring.point_b, 0.5 * radius);
-    }
+    if (!has_visuals[i]) addSegments(model, i, radius, body);
 
     // The joint, at the body's frame (the joint's child frame): its axis is fixed in B.
     const Joint& joint = model.joints[i];
@@ -131,7 +169,7 @@ void buildViewerScene(ServerSession& session, v1::ViewerScene* scene) {
     // The box of uniform density with the body's mass and central inertia: principal moments
     // I₁ = m (b² + c²) / 12 and cyclic, so a² = 6 (I₂ + I₃ − I₁) / m. A flexible body's box
     // would hide its deformation; a massless body has none.
-    if (flexible || inertia.mass <= 0.0) continue;
+    if (flexible || inertia.mass <= 0.0 || has_visuals[i]) continue;
     const Eigen::SelfAdjointEigenSolver<Matrix3> principal(inertia.inertia_com);
     if (principal.info() != Eigen::Success) continue;
     const Vector3 moments = principal.eigenvalues();

@@ -62,6 +62,7 @@ struct LinkElement {
   std::string name;
   int line = 0;
   Inertia inertia;  // in the link frame
+  std::vector<VisualShape> visuals;  // placements in the link frame; body set after the build
 };
 
 // A URDF <joint> as read from the file.
@@ -243,11 +244,19 @@ class UrdfReader {
     if (links == 0) fail(robot.GetLineNum(), "", "<robot> has no <link>");
     links_.reserve(links);
     joints_.reserve(joints);
+    // Named materials first: a link's <visual> may use one defined further down.
+    for (const XMLElement* e = robot.FirstChildElement("material"); e;
+         e = e->NextSiblingElement("material")) {
+      const char* name = e->Attribute("name");
+      const XMLElement* color = e->FirstChildElement("color");
+      if (name != nullptr && color != nullptr && color->Attribute("rgba") != nullptr)
+        if (auto rgba = colour(*color, "material")) materials_[name] = *rgba;
+    }
     for (const XMLElement* e = robot.FirstChildElement(); e; e = e->NextSiblingElement()) {
       const std::string_view tag = e->Name();
       if (tag == "link") readLink(*e);
       if (tag == "joint") readJoint(*e);
-      // <material>, <transmission>, <gazebo> and other extensions carry nothing the dynamics uses
+      // <transmission>, <gazebo> and other extensions carry nothing the dynamics uses
     }
   }
 
@@ -266,10 +275,75 @@ class UrdfReader {
     if (const auto [it, inserted] = link_index_.emplace(link.name, links_.size()); !inserted)
       fail(link.line, ref, "duplicate name (first defined at line " +
                                std::to_string(links_[it->second].line) + ")");
-    // <visual> and <collision> are not read: the dynamics has no geometry
     if (const XMLElement* inertial = e.FirstChildElement("inertial"))
       link.inertia = readInertial(*inertial, ref);
+    // <visual> for viewers (the dynamics has no geometry); <collision> is not read. A malformed
+    // visual is left out: the model it decorates still loads and runs.
+    for (const XMLElement* v = e.FirstChildElement("visual"); v;
+         v = v->NextSiblingElement("visual")) {
+      try {
+        if (std::optional<VisualShape> shape = readVisual(*v, ref)) link.visuals.push_back(*shape);
+      } catch (const ModelError&) {
+      }
+    }
     links_.push_back(std::move(link));
+  }
+
+  // <visual>: <origin>, <geometry> with one of box size="x y z", cylinder radius length, sphere
+  // radius, mesh filename [scale]; <material> by name or with its own <color rgba>. Another
+  // geometry (an extension) is skipped; a malformed one throws ModelError (readLink skips it).
+  std::optional<VisualShape> readVisual(const XMLElement& visual, const std::string& ref) const {
+    const XMLElement* geometry = visual.FirstChildElement("geometry");
+    if (geometry == nullptr) fail(visual.GetLineNum(), ref, "<visual> has no <geometry>");
+    const XMLElement* g = geometry->FirstChildElement();
+    if (g == nullptr) fail(geometry->GetLineNum(), ref, "<geometry> is empty");
+    VisualShape shape;
+    shape.placement = pose(visual.FirstChildElement("origin"), ref);
+    const std::string_view kind = g->Name();
+    auto positive = [&](double value, const char* what) {
+      if (!(value > 0.0)) fail(g->GetLineNum(), ref, std::string(what) + " must be positive");
+      return value;
+    };
+    if (kind == "box") {
+      shape.geometry = VisualShape::Geometry::kBox;
+      shape.size = numbers<3>(*g, "size", ref);
+      for (int k = 0; k < 3; ++k) positive(shape.size[k], "<box size>");
+    } else if (kind == "cylinder") {
+      shape.geometry = VisualShape::Geometry::kCylinder;
+      shape.size = Vector3(positive(number(*g, "radius", ref), "<cylinder radius>"),
+                           positive(number(*g, "length", ref), "<cylinder length>"), 0.0);
+    } else if (kind == "sphere") {
+      shape.geometry = VisualShape::Geometry::kSphere;
+      shape.size = Vector3(positive(number(*g, "radius", ref), "<sphere radius>"), 0.0, 0.0);
+    } else if (kind == "mesh") {
+      shape.geometry = VisualShape::Geometry::kMesh;
+      const char* file = g->Attribute("filename");
+      if (file == nullptr || *file == '\0') fail(g->GetLineNum(), ref, "<mesh> has no filename");
+      shape.mesh = file;
+      if (g->Attribute("scale")) shape.scale = numbers<3>(*g, "scale", ref);
+    } else {
+      return std::nullopt;
+    }
+    if (const XMLElement* material = visual.FirstChildElement("material")) {
+      if (const XMLElement* color = material->FirstChildElement("color")) {
+        const std::optional<Eigen::Vector4d> rgba = colour(*color, ref);
+        if (!rgba) fail(color->GetLineNum(), ref, "<color rgba> must be four numbers in 0 … 1");
+        shape.rgba = *rgba;
+      } else if (const char* name = material->Attribute("name")) {
+        if (const auto it = materials_.find(name); it != materials_.end()) shape.rgba = it->second;
+      }
+    }
+    return shape;
+  }
+
+  // <color rgba="r g b a">, each in 0 … 1; nullopt when malformed.
+  std::optional<Eigen::Vector4d> colour(const XMLElement& color, const std::string& ref) const {
+    try {
+      const Eigen::Vector4d rgba = numbers<4>(color, "rgba", ref);
+      if ((rgba.array() >= 0.0).all() && (rgba.array() <= 1.0).all()) return rgba;
+    } catch (const ModelError&) {
+    }
+    return std::nullopt;
   }
 
   // URDF gives the inertia about the centre of mass in the <inertial> frame (origin xyz/rpy in the
@@ -435,10 +509,31 @@ class UrdfReader {
     }
     mergeWeldedInertias(order, specs);
     for (BodySpec& spec : specs) builder.addBody(std::move(spec));
+    Model model;
     try {
-      return builder.build();
+      model = builder.build();
     } catch (const ModelError& e) {
       rethrowBuildError(e.what());
+    }
+    attachVisuals(model);
+    return model;
+  }
+
+  // Each link's visuals go to the body its frame moves with (a welded link's, through the weld);
+  // the ground root's, and those of links welded to the ground, to the world (body 0).
+  void attachVisuals(Model& model) const {
+    std::unordered_map<std::string_view, const Frame*> frame_of;
+    for (const Frame& frame : model.frames) frame_of.emplace(frame.name, &frame);
+    const Frame world_frame{"", 0, Transform()};
+    for (const LinkElement& link : links_) {
+      if (link.visuals.empty()) continue;
+      const auto found = frame_of.find(link.name);
+      const Frame& f = found != frame_of.end() ? *found->second : world_frame;
+      for (VisualShape shape : link.visuals) {
+        shape.body = f.body;
+        shape.placement = f.placement * shape.placement;
+        model.visuals.push_back(std::move(shape));
+      }
     }
   }
 
@@ -573,6 +668,7 @@ class UrdfReader {
   std::vector<JointElement> joints_;
   std::unordered_map<std::string, std::size_t> link_index_, joint_index_;
   std::vector<int> parent_joint_;  // per link: the joint whose child it is, −1 for the root
+  std::unordered_map<std::string, Eigen::Vector4d> materials_;  // <robot>'s named materials
   int root_ = -1;
 };
 

@@ -11,6 +11,7 @@
 #include "engine/model/closures.h"
 #include "engine/model/flexible_body.h"
 #include "engine/model/joint.h"
+#include "engine/model/visual.h"
 #include "engine/spatial/inertia.h"
 
 namespace hilsim {
@@ -107,6 +108,8 @@ struct Model {
 
   Vector3 gravity = Vector3(0.0, 0.0, -9.81);  ///< in the world frame [m/s²]
   std::vector<Frame> frames;
+  /// What the bodies look like, as the model file says (URDF <visual>); viewers only.
+  std::vector<VisualShape> visuals;
 
   // --- beyond the spanning tree (engine/model/closures.h) ---
   std::vector<LoopClosure> loops;             ///< loop-closure joints: constraint rows

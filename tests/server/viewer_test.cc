@@ -300,6 +300,55 @@ TEST_F(ViewerTest, SceneDrawsEveryBodyWithTheInertiaOfItsBox) {
   EXPECT_EQ(boxes_checked, model.nbodies - 1);
 }
 
+// A URDF's own visual geometry is drawn instead of the inertia box and segments; a body with
+// meshes only (not loaded) keeps them.
+TEST_F(ViewerTest, SceneDrawsAUrdfsVisualGeometry) {
+  const std::string inertial =
+      "<inertial><mass value='1'/><inertia ixx='0.01' iyy='0.01' izz='0.01' ixy='0' ixz='0' "
+      "iyz='0'/></inertial>";
+  v1::CreateSessionRequest create;
+  create.mutable_model()->set_urdf(
+      "<robot name='r'><link name='base'/>"
+      "<joint name='j1' type='continuous'><parent link='base'/><child link='arm'/>"
+      "<axis xyz='0 0 1'/></joint>"
+      "<link name='arm'>" + inertial +
+      "<visual><origin xyz='0 0 0.25'/><geometry><cylinder radius='0.05' length='0.5'/>"
+      "</geometry><material name='red'><color rgba='1 0 0 1'/></material></visual></link>"
+      "<joint name='j2' type='continuous'><parent link='arm'/><child link='hand'/>"
+      "<origin xyz='0 0 0.5'/><axis xyz='0 1 0'/></joint>"
+      "<link name='hand'>" + inertial +
+      "<visual><geometry><mesh filename='hand.stl'/></geometry></visual></link></robot>");
+  create.mutable_config()->set_name("drawn");
+  v1::CreateSessionResponse response;
+  ASSERT_TRUE(server_->sessions().create(create, &response).ok());
+  const std::uint64_t id = response.session().session_id();
+  const auto scene = fromJson<v1::ViewerScene>(
+      request(port_, "GET", "/api/sessions/" + std::to_string(id) + "/scene").body);
+  ASSERT_EQ(scene.bodies_size(), 3);
+  auto roles = [&](int body, v1::ViewerShape::Role role) {
+    int n = 0;
+    for (const v1::ViewerShape& shape : scene.bodies(body).shapes()) n += shape.role() == role;
+    return n;
+  };
+  // the arm: its cylinder in red, its joint, nothing else
+  EXPECT_EQ(roles(1, v1::ViewerShape::ROLE_VISUAL), 1);
+  EXPECT_EQ(roles(1, v1::ViewerShape::ROLE_INERTIA), 0);
+  EXPECT_EQ(roles(1, v1::ViewerShape::ROLE_LINK), 0);
+  EXPECT_EQ(roles(1, v1::ViewerShape::ROLE_JOINT), 1);
+  for (const v1::ViewerShape& shape : scene.bodies(1).shapes()) {
+    if (shape.role() != v1::ViewerShape::ROLE_VISUAL) continue;
+    EXPECT_EQ(shape.kind(), v1::ViewerShape::KIND_CYLINDER);
+    EXPECT_EQ(shape.size(0), 0.05);
+    EXPECT_EQ(shape.size(1), 0.5);
+    EXPECT_EQ(shape.position(2), 0.25);
+    ASSERT_EQ(shape.rgba_size(), 4);
+    EXPECT_EQ(shape.rgba(0), 1.0);
+  }
+  // the hand: a mesh only, so the shapes from its inertia
+  EXPECT_EQ(roles(2, v1::ViewerShape::ROLE_VISUAL), 0);
+  EXPECT_EQ(roles(2, v1::ViewerShape::ROLE_INERTIA), 1);
+}
+
 // Frames follow the running session: cycles grow, and every body's pose is the one its own q
 // gives (the page draws what the state says).
 TEST_F(ViewerTest, FramesFollowTheRunningSession) {

@@ -16,6 +16,7 @@ const ROLE_MATERIAL = {
   ROLE_LINK: { color: 0x9aa4b1, metalness: 0.3, roughness: 0.5 },
   ROLE_JOINT: { color: 0x4fa3ff, metalness: 0.2, roughness: 0.4 },
   ROLE_INERTIA: { metalness: 0.1, roughness: 0.7, transparent: true, opacity: 0.6 },
+  ROLE_VISUAL: { color: 0xb8bec6, metalness: 0.2, roughness: 0.6 },
 };
 /** A colour per body for its inertia box, so that neighbouring links stand apart. */
 function bodyColour(i) {
@@ -122,6 +123,11 @@ function shapeMesh(shape, body) {
   }
   const material = new THREE.MeshStandardMaterial(ROLE_MATERIAL[shape.role]);
   if (shape.role === 'ROLE_INERTIA') material.color = bodyColour(body);
+  if (shape.rgba && shape.rgba.length === 4) {  // the model's own colour
+    material.color = new THREE.Color(shape.rgba[0], shape.rgba[1], shape.rgba[2]);
+    material.transparent = shape.rgba[3] < 1;
+    material.opacity = shape.rgba[3];
+  }
   const mesh = new THREE.Mesh(geometry, material);
   mesh.position.fromArray(shape.position);
   mesh.quaternion.copy(quaternion(shape.rotation));

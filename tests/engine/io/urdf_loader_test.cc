@@ -292,6 +292,70 @@ TEST(UrdfLoader, LoadsFromFile) {
 
 // --- errors: one distinct message per class ---
 
+// <visual> is kept for viewers: each primitive with its size, colour (inline or a named
+// material, defined before or after) and placement, moved into the body a welded link joins.
+TEST(UrdfLoader, KeepsVisualGeometryOnTheBodyItMovesWith) {
+  const std::string xml = robot(
+      link("base", "<visual><geometry><box size='0.4 0.3 0.1'/></geometry>"
+                   "<material name='grey'/></visual>") +
+      joint("j1", "continuous", "base", "arm", "<origin xyz='0 0 0.1'/><axis xyz='0 0 1'/>") +
+      link("arm", kGoodInertial +
+                      "<visual><origin xyz='0 0 0.25' rpy='0 1.5707963267948966 0'/>"
+                      "<geometry><cylinder radius='0.05' length='0.5'/></geometry>"
+                      "<material name='red'><color rgba='1 0 0 0.5'/></material></visual>"
+                      "<visual><geometry><mesh filename='package://r/arm.stl' scale='2 2 2'/>"
+                      "</geometry></visual><collision><geometry><sphere radius='9'/></geometry>"
+                      "</collision>") +
+      joint("mount", "fixed", "arm", "tool", "<origin xyz='0 0 0.5'/>") +
+      link("tool", "<visual><origin xyz='0 0 0.02'/><geometry><sphere radius='0.03'/></geometry>"
+                   "<material name='grey'/></visual>"
+                   "<visual><geometry><capsule radius='1' length='1'/></geometry></visual>") +
+      "<material name='grey'><color rgba='0.5 0.5 0.5 1'/></material>");
+  const Model m = loadUrdfString(xml, false, "visual.urdf");
+  ASSERT_EQ(m.visuals.size(), 4u);  // the capsule (not URDF) and the collision are not visuals
+  const VisualShape& base = m.visuals[0];
+  EXPECT_EQ(base.body, 0);  // the ground root
+  EXPECT_EQ(base.geometry, VisualShape::Geometry::kBox);
+  EXPECT_EQ(base.size, Vector3(0.4, 0.3, 0.1));
+  EXPECT_EQ(base.rgba, Eigen::Vector4d(0.5, 0.5, 0.5, 1));  // a material defined further down
+  const VisualShape& arm = m.visuals[1];
+  EXPECT_EQ(arm.body, m.bodyIndex("arm"));
+  EXPECT_EQ(arm.geometry, VisualShape::Geometry::kCylinder);
+  EXPECT_EQ(arm.size, Vector3(0.05, 0.5, 0.0));
+  EXPECT_EQ(arm.rgba, Eigen::Vector4d(1, 0, 0, 0.5));
+  EXPECT_LT((arm.placement.translation - Vector3(0, 0, 0.25)).norm(), kAlgebraTol);
+  EXPECT_LT((arm.placement.rotation * Vector3::UnitZ() - Vector3::UnitX()).norm(), 1e-15);
+  const VisualShape& mesh = m.visuals[2];
+  EXPECT_EQ(mesh.geometry, VisualShape::Geometry::kMesh);
+  EXPECT_EQ(mesh.mesh, "package://r/arm.stl");
+  EXPECT_EQ(mesh.scale, Vector3(2, 2, 2));
+  EXPECT_EQ(mesh.rgba[3], 0.0);  // no colour given
+  const VisualShape& tool = m.visuals[3];
+  EXPECT_EQ(tool.body, m.bodyIndex("arm"));  // welded into the arm, 0.5 m up
+  EXPECT_EQ(tool.geometry, VisualShape::Geometry::kSphere);
+  EXPECT_LT((tool.placement.translation - Vector3(0, 0, 0.52)).norm(), kAlgebraTol);
+}
+
+// A malformed <visual> is left out, as the loader leaves out everything the dynamics does not
+// use (UrdfLoaderUntrusted below): the model loads, and viewers draw that body from its inertia.
+TEST(UrdfLoader, MalformedVisualsAreLeftOut) {
+  const std::string mover =
+      joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") + link("b", kGoodInertial);
+  for (const std::string visual :
+       {"", "<geometry/>", "<geometry><box size='1 1'/></geometry>",
+        "<geometry><box size='1 -1 1'/></geometry>", "<geometry><cylinder radius='0.1'/></geometry>",
+        "<geometry><sphere radius='nan'/></geometry>", "<geometry><mesh/></geometry>",
+        "<geometry><sphere radius='1'/></geometry><material><color rgba='2 0 0 1'/></material>"}) {
+    SCOPED_TRACE(visual);
+    const std::string good = "<visual><geometry><sphere radius='0.1'/></geometry></visual>";
+    const Model m =
+        loadUrdfString(robot(link("a", "<visual>" + visual + "</visual>" + good) + mover));
+    EXPECT_EQ(m.nv, 1);
+    ASSERT_EQ(m.visuals.size(), 1u);  // the good one only
+    EXPECT_EQ(m.visuals[0].size.x(), 0.1);
+  }
+}
+
 TEST(UrdfLoaderErrors, MalformedXml) {
   expectUrdfError("<robot name='r'><link name='a'></robot>", {"malformed XML"});
   expectUrdfError("", {"malformed XML"});
