@@ -433,9 +433,10 @@ Viewer::Viewer(const ServerConfig& config, SessionRegistry& registry)
     : impl_(std::make_unique<Impl>(config, registry)) {
   mg_init_library(0);
   const std::string listen = config.bind_address + ":" + std::to_string(config.viewer_port);
+  // every open page holds a worker (its WebSocket); eight more serve the files and the API
+  const std::string threads = std::to_string(kMaxPages + 8);
   const char* options[] = {"listening_ports", listen.c_str(),
-                           // a few pages and their API calls; the frames go out on the feed thread
-                           "num_threads", "8",
+                           "num_threads", threads.c_str(),
                            // a page that stops reading gets no more than 2 s of the feed thread
                            "request_timeout_ms", "2000",
                            // the page sends a keep-alive every 2 s

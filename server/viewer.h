@@ -27,8 +27,9 @@ struct ViewerCounters {
 
 class Viewer {
  public:
-  /// Most WebSockets open at once; one more is refused (503).
-  static constexpr int kMaxPages = 32;
+  /// Most WebSockets open at once; one more is refused. civetweb gives each open WebSocket a
+  /// worker thread of its own, so the server runs this many workers and eight more for requests.
+  static constexpr int kMaxPages = 16;
 
   /// Serves on config.bind_address:config.viewer_port (0: an ephemeral port). When
   /// config.access_token is set every request but the page's own files must carry it

@@ -487,6 +487,29 @@ TEST_F(ViewerTest, TheAccessTokenGuardsTheApiAndTheFramesButNotThePage) {
   EXPECT_FALSE(reader.next().empty());
 }
 
+// Each open page holds one of civetweb's workers: with the most pages open the API still answers,
+// and one page more is refused.
+TEST_F(ViewerTest, TheMostPagesStillLeaveTheApiAnswering) {
+  const std::uint64_t id = createSession("pendulum", "swing", true);
+  const std::string path = "/ws/sessions/" + std::to_string(id);
+  std::vector<std::unique_ptr<FrameReader>> pages;
+  for (int k = 0; k < Viewer::kMaxPages; ++k) {
+    pages.push_back(std::make_unique<FrameReader>(port_, path));
+    ASSERT_TRUE(pages.back()->connected()) << "page " << k << ": " << pages.back()->error();
+  }
+  for (auto& page : pages) EXPECT_FALSE(page->next().empty());
+  EXPECT_FALSE(FrameReader(port_, path).connected());
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(request(port_, "GET", "/api/sessions").status, 200);
+  pages.pop_back();  // a page closes: its place is free again
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  bool reopened = false;
+  while (!reopened && std::chrono::steady_clock::now() < deadline) {
+    reopened = FrameReader(port_, path).connected();
+    if (!reopened) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(reopened);
+}
+
 TEST_F(ViewerTest, ASecondViewerOnTheSamePortDoesNotStart) {
   ServerConfig config = test::loopbackServerConfig();
   config.viewer_port = port_;
