@@ -206,10 +206,11 @@ void Server::shutdown() {
   s.running = false;
   spdlog::info("hilsim-server shutting down");
   s.service->beginShutdown();
-  // Sessions first: their streams end (CANCELLED) and their final statistics are logged; then
-  // the gRPC server, which waits for the calls still in flight.
-  s.registry->closeAll();
+  // The viewer first (no page acts on a session while they close), then the sessions: their
+  // streams end (CANCELLED) and their final statistics are logged; then the gRPC server, which
+  // waits for the calls still in flight.
   s.viewer.reset();
+  s.registry->closeAll();
   s.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   s.grpc_server->Wait();
   s.metrics.reset();

@@ -41,6 +41,11 @@ bool ServerSession::tokenMatches(std::string_view candidate) const {
 }
 
 bool ServerSession::start(std::string* why) {
+  // a caller that found the session just before it was closed must not bring it back
+  if (closed()) {
+    if (why) *why = "the session is closed";
+    return false;
+  }
   const rt::SessionState now = session_->state();
   bool ok = false;
   if (now == rt::SessionState::kPaused) {
@@ -76,6 +81,7 @@ bool ServerSession::stop(std::string* why) {
 
 void ServerSession::reset(const std::optional<Eigen::VectorXd>& q,
                           const std::optional<Eigen::VectorXd>& v) {
+  if (closed()) return;  // as start(): a closed session stays stopped
   if (q || v) {
     const Eigen::VectorXd q0 = q ? *q : session_->config().initial_q.value_or(
                                             session_->model().initialConfiguration());

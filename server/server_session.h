@@ -73,11 +73,12 @@ class ServerSession {
   // Life cycle, from non-RT threads. Each returns false and sets `why` (a message for the
   // client) when the transition is not allowed; every change wakes the publisher so that sinks
   // see it at once.
-  bool start(std::string* why);  ///< CREATED → RUNNING, or PAUSED → RUNNING
+  bool start(std::string* why);  ///< CREATED → RUNNING, or PAUSED → RUNNING; never once closed
   bool pause(std::string* why);  ///< RUNNING → PAUSED
   bool stop(std::string* why);   ///< CREATED, RUNNING, PAUSED → STOPPED
   /// Any → CREATED at the initial state, or at (q, v) when given (sizes and finiteness already
   /// validated by the caller). Transport counters are kept; sequence gates are the transports'.
+  /// Does nothing once the session is closed.
   void reset(const std::optional<Eigen::VectorXd>& q = std::nullopt,
              const std::optional<Eigen::VectorXd>& v = std::nullopt);
 

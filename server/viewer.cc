@@ -1,6 +1,8 @@
 #include "server/viewer.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
+#include <netinet/in.h>
 #include <google/protobuf/util/json_util.h>
 #include <spdlog/spdlog.h>
 
@@ -120,7 +122,8 @@ struct Viewer::Impl {
   ViewerCounters counters;
   mg_context* context = nullptr;
   std::uint16_t port = 0;
-  std::string start_error;  // what civetweb logged while starting
+  std::mutex start_error_mutex;
+  std::string start_error;  // the last thing civetweb logged (why mg_start failed)
 
   std::mutex watchers_mutex;
   std::vector<std::shared_ptr<Watcher>> watchers;
@@ -128,6 +131,7 @@ struct Viewer::Impl {
   std::mutex feed_mutex;
   std::condition_variable feed_wake;
   bool feed_stop = false;
+  bool feed_now = false;  // a page just opened: send before the next tick
   std::thread feed;
 
   Impl(const ServerConfig& c, SessionRegistry& r) : config(c), registry(r) {}
@@ -161,6 +165,21 @@ struct Viewer::Impl {
     return false;
   }
 
+  /// DNS rebinding: a site whose name an attacker points at this host would be "same origin" to
+  /// the browser. Without an access token only hosts that cannot be rebound are served: an IP
+  /// literal or localhost. With a token any name is (the token protects it).
+  bool trustedHost(const mg_connection* conn) const {
+    if (!config.access_token.empty()) return true;
+    const char* header = mg_get_header(conn, "Host");
+    if (header == nullptr) return true;  // HTTP/1.0 tools; a browser always sends Host
+    std::string_view host(header);
+    if (!host.empty() && host.front() == '[') return host.find(']') != std::string_view::npos;
+    host = host.substr(0, host.find(':'));
+    if (host == "localhost") return true;
+    in_addr address{};
+    return inet_pton(AF_INET, std::string(host).c_str(), &address) == 1;
+  }
+
   /// A page of another site must not drive the viewer from the operator's browser: a WebSocket
   /// may come from any origin, so its Origin must be this server's own.
   static bool sameOrigin(const mg_connection* conn) {
@@ -180,8 +199,9 @@ struct Viewer::Impl {
   int serve(mg_connection* conn) {
     counters.requests.fetch_add(1, std::memory_order_relaxed);
     const mg_request_info* info = mg_get_request_info(conn);
-    const ViewerRoute route = parseViewerRoute(info->request_method != nullptr ? info->request_method : "",
-                                               info->local_uri != nullptr ? info->local_uri : "");
+    const ViewerRoute route =
+        parseViewerRoute(info->request_method != nullptr ? info->request_method : "",
+                         info->local_uri != nullptr ? info->local_uri : "");
     using Kind = ViewerRoute::Kind;
     switch (route.kind) {
       case Kind::kNotFound: return refuse(conn, 404, "no such page or API path");
@@ -193,6 +213,10 @@ struct Viewer::Impl {
       }
       case Kind::kFrames: return refuse(conn, 400, "this path takes a WebSocket upgrade");
       default: break;
+    }
+    if (!trustedHost(conn)) {
+      return refuse(conn, 403,
+                    "reach the viewer by IP address or localhost, or set security.access_token");
     }
     if (!authorised(conn)) {
       return refuse(conn, 401, "this server requires its access token (security.access_token)");
@@ -253,20 +277,23 @@ struct Viewer::Impl {
       counters.refused.fetch_add(1, std::memory_order_relaxed);
       return 1;  // civetweb answers the upgrade with an error
     };
-    if (route.kind != ViewerRoute::Kind::kFrames || !authorised(conn) || !sameOrigin(conn)) {
+    if (route.kind != ViewerRoute::Kind::kFrames || !trustedHost(conn) || !authorised(conn) ||
+        !sameOrigin(conn)) {
       return reject();
     }
     std::shared_ptr<ServerSession> session = findSession(route.session_id);
     if (!session) return reject();
+    // everything that can throw before the page is counted
+    auto watcher = std::make_shared<Watcher>();
+    watcher->session = std::move(session);
+    watcher->poser = std::make_unique<ViewerPoser>(watcher->session->model());
+    auto held = std::make_unique<std::shared_ptr<Watcher>>(std::move(watcher));
     if (counters.pages.fetch_add(1, std::memory_order_acq_rel) >= kMaxPages) {
       counters.pages.fetch_sub(1, std::memory_order_acq_rel);
       return reject();
     }
-    auto watcher = std::make_shared<Watcher>();
-    watcher->session = std::move(session);
-    watcher->poser = std::make_unique<ViewerPoser>(watcher->session->model());
     // owned by the connection until the close handler takes it back
-    mg_set_user_connection_data(conn, new std::shared_ptr<Watcher>(std::move(watcher)));
+    mg_set_user_connection_data(conn, held.release());
     return 0;
   }
 
@@ -281,7 +308,11 @@ struct Viewer::Impl {
       std::lock_guard lock(watchers_mutex);
       watchers.push_back(*held);
     }
-    feed_wake.notify_one();  // the first frame now, not at the next tick
+    {
+      std::lock_guard lock(feed_mutex);
+      feed_now = true;  // the first frame now, not at the next tick
+    }
+    feed_wake.notify_one();
   }
 
   void pageClosed(const mg_connection* conn) {
@@ -313,7 +344,8 @@ struct Viewer::Impl {
     } else {
       v1::State state;
       session.latestState(&state);
-      if (state.cycle() == watcher.last_cycle && static_cast<int>(state.state()) == watcher.last_state &&
+      if (state.cycle() == watcher.last_cycle &&
+          static_cast<int>(state.state()) == watcher.last_state &&
           now - watcher.last_sent < std::chrono::seconds(1)) {
         return;
       }
@@ -338,7 +370,10 @@ struct Viewer::Impl {
                            json.size()) > 0) {
       counters.frames_sent.fetch_add(1, std::memory_order_relaxed);
     } else {
+      // a page that took nothing within websocket_timeout_ms (or went away) gets no more: a
+      // frame cut short leaves its stream out of step, and it would hold the feed each tick
       counters.send_errors.fetch_add(1, std::memory_order_relaxed);
+      watcher.said_closed = true;
     }
     if (watcher.said_closed) closePage(watcher);
   }
@@ -373,7 +408,9 @@ struct Viewer::Impl {
     while (true) {
       {
         std::unique_lock lock(feed_mutex);
-        if (feed_wake.wait_until(lock, next, [this] { return feed_stop; })) return;
+        feed_wake.wait_until(lock, next, [this] { return feed_stop || feed_now; });
+        if (feed_stop) return;
+        feed_now = false;
       }
       const Clock::time_point now = Clock::now();
       next = std::max(next + period, now);  // no burst after a stall
@@ -400,18 +437,28 @@ struct Viewer::Impl {
     try {
       return static_cast<Impl*>(impl)->serve(conn);
     } catch (const std::exception& e) {
-      return respondError(conn, 500, std::string("internal error: ") + e.what());
+      try {
+        return respondError(conn, 500, std::string("internal error: ") + e.what());
+      } catch (...) {
+        return 500;
+      }
+    } catch (...) {
+      return 500;
     }
   }
   static int onConnect(const mg_connection* conn, void* impl) {
     try {
       return static_cast<Impl*>(impl)->acceptPage(conn);
-    } catch (const std::exception&) {
+    } catch (...) {
       return 1;
     }
   }
   static void onReady(mg_connection* conn, void* impl) {
-    static_cast<Impl*>(impl)->pageReady(conn);
+    try {
+      static_cast<Impl*>(impl)->pageReady(conn);
+    } catch (...) {
+      // not in the feed (out of memory): the page gets no frames and its close frees it
+    }
   }
   static int onData(mg_connection*, int bits, char*, std::size_t, void*) {
     // The page sends only keep-alives; a close frame ends the connection.
@@ -423,7 +470,10 @@ struct Viewer::Impl {
   static int onLog(const mg_connection* conn, const char* message) {
     const mg_context* context = mg_get_context(conn);
     auto* impl = context != nullptr ? static_cast<Impl*>(mg_get_user_data(context)) : nullptr;
-    if (impl != nullptr && impl->context == nullptr) impl->start_error = message;
+    if (impl != nullptr) {
+      std::lock_guard lock(impl->start_error_mutex);
+      impl->start_error = message;
+    }
     spdlog::debug("viewer: {}", message);
     return 1;
   }
@@ -437,10 +487,12 @@ Viewer::Viewer(const ServerConfig& config, SessionRegistry& registry)
   const std::string threads = std::to_string(kMaxPages + 8);
   const char* options[] = {"listening_ports", listen.c_str(),
                            "num_threads", threads.c_str(),
-                           // a page that stops reading gets no more than 2 s of the feed thread
                            "request_timeout_ms", "2000",
-                           // the page sends a keep-alive every 2 s
-                           "websocket_timeout_ms", "10000",
+                           // a page that stops reading holds the feed thread at most 2 s, once
+                           // (then it is closed); an idle one is pinged, and closed when its
+                           // browser does not answer (a half-open peer frees its place)
+                           "websocket_timeout_ms", "2000",
+                           "enable_websocket_ping_pong", "yes",
                            "enable_keep_alive", "no",
                            nullptr};
   mg_callbacks callbacks{};
@@ -448,6 +500,7 @@ Viewer::Viewer(const ServerConfig& config, SessionRegistry& registry)
   impl_->context = mg_start(&callbacks, impl_.get(), options);
   if (impl_->context == nullptr) {
     mg_exit_library();
+    std::lock_guard lock(impl_->start_error_mutex);
     throw std::runtime_error("viewer: cannot listen on " + listen +
                              (impl_->start_error.empty() ? "" : " (" + impl_->start_error + ")"));
   }

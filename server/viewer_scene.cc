@@ -227,8 +227,9 @@ void ViewerPoser::pose(const google::protobuf::RepeatedField<double>& q, v1::Vie
     out->Add(p.z());
   };
   for (const LoopClosure& loop : model_.loops) {
-    addPoint(frame->mutable_closure_points(), data_.X_WB[loop.body_a].actPoint(loop.frame_a.translation));
-    addPoint(frame->mutable_closure_points(), data_.X_WB[loop.body_b].actPoint(loop.frame_b.translation));
+    auto* points = frame->mutable_closure_points();
+    addPoint(points, data_.X_WB[loop.body_a].actPoint(loop.frame_a.translation));
+    addPoint(points, data_.X_WB[loop.body_b].actPoint(loop.frame_b.translation));
   }
   for (const SpringDamper& spring : model_.force_elements) {
     addPoint(frame->mutable_spring_points(), data_.X_WB[spring.body_a].actPoint(spring.point_a));

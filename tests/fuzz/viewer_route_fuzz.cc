@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool names_session = route.kind == ViewerRoute::Kind::kScene ||
                                route.kind == ViewerRoute::Kind::kAction ||
                                route.kind == ViewerRoute::Kind::kFrames;
-    if (names_session &&
-        (route.session_id == 0 || path.find(std::to_string(route.session_id)) == std::string::npos)) {
+    if (names_session && (route.session_id == 0 ||
+                          path.find(std::to_string(route.session_id)) == std::string::npos)) {
       std::abort();
     }
     if (route.kind == ViewerRoute::Kind::kAction && route.action == ViewerRoute::Action::kNone) {

@@ -198,6 +198,8 @@ def test_the_page_shows_the_session_moving_and_its_buttons_drive_it(server, brow
     browser.evaluate("document.getElementById('pause').click()")
     wait_for(lambda: browser.evaluate("document.getElementById('state').textContent") == "PAUSED",
              ACTION_TIMEOUT, "the PAUSED state", lambda: page_report(browser))
+    # The cycle that was running when the pause came may still be published: let it land.
+    time.sleep(0.3)
     paused_at = frame_time(browser)
     held = body_positions(browser)
     time.sleep(0.5)

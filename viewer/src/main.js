@@ -414,16 +414,19 @@ async function refreshSessions() {
   }
 }
 
+// One open session at a time: `current` is replaced on every open, and every callback checks
+// that it still belongs to the one it was made for (a quick A → B → A must not leave two sockets).
 async function openSession(id) {
   if (current && current.socket) current.socket.close();
-  current = { id, socket: null, scene: null };
+  const mine = { id, socket: null, scene: null, closed: false };
+  current = mine;
   status.sessionId = id;
   status.sceneLoaded = false;
   location.hash = `session=${id}`;
   try {
     const scene = await api(`/api/sessions/${id}/scene`);
-    if (!current || current.id !== id) return;
-    current.scene = scene;
+    if (current !== mine) return;
+    mine.scene = scene;
     model = scene.model;
     plotted.clear();
     model.joints.slice(0, 3).forEach((_, j) => plotted.add(j));
@@ -433,32 +436,33 @@ async function openSession(id) {
     makeTimingPlot();
     lastMisses = null;
     status.sceneLoaded = true;
-    connect(id);
+    connect(mine);
   } catch (e) {
+    if (current === mine) current = null;  // the next refresh of the list tries again
     say(`session ${id}: ${e.message}`);
   }
 }
 
-function connect(id) {
+function connect(mine) {
   const query = token ? `?token=${encodeURIComponent(token)}` : '';
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-  const socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${id}${query}`);
-  current.socket = socket;
+  const socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${mine.id}${query}`);
+  mine.socket = socket;
   const keepAlive = setInterval(() => socket.readyState === 1 && socket.send('{}'), 2000);
   socket.onmessage = (event) => {
+    if (current !== mine || mine.socket !== socket) return;
     const frame = JSON.parse(event.data);
-    if (!current || current.id !== id) return;
     if (frame.closed) {
-      current.closed = true;  // the server closes the socket: no reconnection
+      mine.closed = true;  // the server closes the socket: no reconnection
       showState('CLOSED');
-      say(`session ${id} was closed`);
+      say(`session ${mine.id} was closed`);
       return;
     }
     status.frames += 1;
     status.lastFrame = frame;
     applyPoses(frame);
     updateTable(frame);
-    updatePlots(frame, Number(current.scene.control_period_ns));
+    updatePlots(frame, Number(mine.scene.control_period_ns));
     showState(STATE_NAME(frame.state));
     $('clock').textContent = `t ${frame.time.toFixed(3)} s · cycle ${frame.cycle}` +
       ` · ${frame.real_time_factor.toFixed(2)}× real time`;
@@ -466,9 +470,10 @@ function connect(id) {
   };
   socket.onclose = () => {
     clearInterval(keepAlive);
-    if (current && current.id === id && current.socket === socket && !current.closed) {
-      setTimeout(() => current && current.id === id && connect(id), 1000);  // the server restarted?
-    }
+    if (current !== mine || mine.socket !== socket || mine.closed) return;
+    // The server went away (restarted?): open the session again, scene included — a new
+    // server's session of the same id may be another model.
+    setTimeout(() => { if (current === mine) openSession(mine.id); }, 1000);
   };
 }
 
