@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,9 @@ namespace hilsim::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The largest mesh file served (a detailed robot link is a few MiB).
+constexpr std::streamoff kMaxMeshBytes = std::streamoff{64} << 20;
 
 std::string toJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
@@ -67,6 +71,7 @@ const char* reasonPhrase(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
+    case 413: return "Content Too Large";
     case 503: return "Service Unavailable";
     default: return "Error";
   }
@@ -229,6 +234,7 @@ struct Viewer::Impl {
       buildViewerScene(*session, &scene);
       return respondJson(conn, 200, toJson(scene));
     }
+    if (route.kind == Kind::kMesh) return serveMesh(conn, *session, route.mesh);
     // kAction. A form of another site could post here (a "simple" request needs no CORS
     // approval); it cannot set this header without the server's approval, which it never gets.
     const char* marker = mg_get_header(conn, "X-Hilsim-Viewer");
@@ -248,6 +254,26 @@ struct Viewer::Impl {
     v1::SessionInfo info_out;
     session->fillInfo(&info_out);
     return respondJson(conn, 200, toJson(info_out));
+  }
+
+  /// Visual `index`'s mesh file: only a file the scene offers (found beside the model file at
+  /// load time); the request names an index, never a path.
+  int serveMesh(mg_connection* conn, ServerSession& session, std::uint64_t index) {
+    const std::string path = viewerMeshFile(session.model(), index);
+    if (path.empty()) return refuse(conn, 404, "no mesh " + std::to_string(index));
+    std::ifstream file(path, std::ios::binary | std::ios::ate);
+    const std::streamoff size = file ? static_cast<std::streamoff>(file.tellg()) : -1;
+    if (size < 0) return refuse(conn, 404, "mesh " + std::to_string(index) + " cannot be read");
+    if (size > kMaxMeshBytes) {
+      return refuse(conn, 413, "mesh " + std::to_string(index) + " is larger than " +
+                                   std::to_string(kMaxMeshBytes >> 20) + " MiB");
+    }
+    std::string bytes(static_cast<std::size_t>(size), '\0');
+    file.seekg(0);
+    if (!file.read(bytes.data(), size)) {
+      return refuse(conn, 404, "mesh " + std::to_string(index) + " cannot be read");
+    }
+    return respond(conn, 200, "application/octet-stream", bytes);
   }
 
   std::string sessionsJson() {

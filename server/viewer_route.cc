@@ -5,14 +5,19 @@
 namespace hilsim::server {
 namespace {
 
-bool parseSessionId(std::string_view text, std::uint64_t* id) {
+/// A decimal number of 1 to 20 digits that fits 64 bits (0 allowed: mesh indices start there).
+bool parseIndex(std::string_view text, std::uint64_t* index) {
   if (text.empty() || text.size() > 20) return false;
   for (const char c : text) {
     if (c < '0' || c > '9') return false;
   }
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *index);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+bool parseSessionId(std::string_view text, std::uint64_t* id) {
   std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value == 0) return false;
+  if (!parseIndex(text, &value) || value == 0) return false;  // ids start at 1
   *id = value;
   return true;
 }
@@ -81,7 +86,16 @@ ViewerRoute parseViewerRoute(std::string_view method, std::string_view path) {
     route.kind = ViewerRoute::Kind::kFrames;
     return withMethod(route, method, "GET");
   }
-  if (!nextSegment(rest, &last) || !rest.empty()) return ViewerRoute{};
+  if (!nextSegment(rest, &last)) return ViewerRoute{};
+  if (last == "meshes") {
+    std::string_view index;
+    if (!nextSegment(rest, &index) || !rest.empty() || !parseIndex(index, &route.mesh)) {
+      return ViewerRoute{};
+    }
+    route.kind = ViewerRoute::Kind::kMesh;
+    return withMethod(route, method, "GET");
+  }
+  if (!rest.empty()) return ViewerRoute{};
   if (last == "scene") {
     route.kind = ViewerRoute::Kind::kScene;
     return withMethod(route, method, "GET");

@@ -16,16 +16,19 @@ struct ViewerRoute {
     kScene,             ///< GET /api/sessions/<id>/scene
     kAction,            ///< POST /api/sessions/<id>/<start|pause|reset>
     kFrames,            ///< GET /ws/sessions/<id>: the WebSocket of frames
+    kMesh,              ///< GET /api/sessions/<id>/meshes/<k>: visual k's mesh file
   };
   enum class Action { kNone, kStart, kPause, kReset };
   Kind kind = Kind::kNotFound;
   std::string_view asset;      ///< kAsset: the file's name (a view into the path)
   std::uint64_t session_id = 0;  ///< kScene, kAction, kFrames: never 0
   Action action = Action::kNone;
+  std::uint64_t mesh = 0;      ///< kMesh: index k in the model's visuals
 };
 
 /// What `method` on `path` (without its query string) asks for. A session id is a decimal
-/// number of 1 to 20 digits that fits 64 bits and is not 0; an asset name is one path segment of
+/// number of 1 to 20 digits that fits 64 bits and is not 0 (a mesh index the same, 0 allowed); an
+/// asset name is one path segment of
 /// letters, digits, '.', '-' and '_' not starting with '.'. Anything else is kNotFound.
 ViewerRoute parseViewerRoute(std::string_view method, std::string_view path);
 

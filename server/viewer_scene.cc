@@ -1,7 +1,9 @@
 #include "server/viewer_scene.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include <Eigen/Eigenvalues>
@@ -89,11 +91,28 @@ void addSegments(const Model& model, int i, double radius, v1::ViewerBody* body)
   }
 }
 
-/// Body i's own visual geometry (URDF <visual>): boxes, cylinders and spheres; meshes are not
-/// loaded.
-void addVisuals(const Model& model, int i, v1::ViewerBody* body) {
-  for (const VisualShape& visual : model.visuals) {
-    if (visual.body != i || visual.geometry == VisualShape::Geometry::kMesh) continue;
+/// The format of a mesh file the page can draw ("stl", "obj"), from its extension; empty
+/// otherwise (Collada and others: not drawn).
+std::string meshFormat(const VisualShape& visual) {
+  if (visual.geometry != VisualShape::Geometry::kMesh || visual.mesh_file.empty()) return {};
+  std::string extension = std::filesystem::path(visual.mesh_file).extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (extension == ".stl") return "stl";
+  if (extension == ".obj") return "obj";
+  return {};
+}
+
+/// Whether the page can draw this visual: a primitive, or a mesh file it can read.
+bool drawable(const VisualShape& visual) {
+  return visual.geometry != VisualShape::Geometry::kMesh || !meshFormat(visual).empty();
+}
+
+/// Body i's own visual geometry (URDF <visual>): boxes, cylinders, spheres, and meshes found
+/// beside the model file in a format the page reads.
+void addVisuals(const Model& model, std::uint64_t session, int i, v1::ViewerBody* body) {
+  for (std::size_t k = 0; k < model.visuals.size(); ++k) {
+    const VisualShape& visual = model.visuals[k];
+    if (visual.body != i || !drawable(visual)) continue;
     const Vector3& s = visual.size;
     v1::ViewerShape* shape = nullptr;
     switch (visual.geometry) {
@@ -110,7 +129,14 @@ void addVisuals(const Model& model, int i, v1::ViewerBody* body) {
         shape = addShape(body, v1::ViewerShape::KIND_SPHERE, v1::ViewerShape::ROLE_VISUAL,
                          visual.placement.translation, visual.placement.rotation, {s.x()});
         break;
-      case VisualShape::Geometry::kMesh: break;
+      case VisualShape::Geometry::kMesh:
+        shape = addShape(body, v1::ViewerShape::KIND_MESH, v1::ViewerShape::ROLE_VISUAL,
+                         visual.placement.translation, visual.placement.rotation, {});
+        shape->set_mesh_url("/api/sessions/" + std::to_string(session) + "/meshes/" +
+                            std::to_string(k));
+        shape->set_mesh_format(meshFormat(visual));
+        setVector(shape->mutable_scale(), visual.scale);
+        break;
     }
     if (shape != nullptr && visual.rgba[3] > 0.0) {
       for (int k = 0; k < 4; ++k) shape->add_rgba(visual.rgba[k]);
@@ -134,17 +160,17 @@ void buildViewerScene(ServerSession& session, v1::ViewerScene* scene) {
   // One thickness for the whole model, from its size: segments of a 1 m arm are 2 cm thick.
   const double radius = std::clamp(0.015 * extent, 0.002, 0.05);
 
-  // The model's own visuals, where it has drawable ones (meshes are not loaded).
+  // The model's own visuals, where it has drawable ones.
   std::vector<char> has_visuals(model.nbodies, 0);
   for (const VisualShape& visual : model.visuals) {
-    if (visual.geometry != VisualShape::Geometry::kMesh) has_visuals[visual.body] = 1;
+    if (drawable(visual)) has_visuals[visual.body] = 1;
   }
 
   for (int i = 0; i < model.nbodies; ++i) {
     v1::ViewerBody* body = scene->add_bodies();
     body->set_name(model.body_names[i]);
     body->set_parent(model.parent[i]);
-    if (has_visuals[i]) addVisuals(model, i, body);
+    if (has_visuals[i]) addVisuals(model, session.id(), i, body);
     if (i == 0) continue;
     const Inertia& inertia = model.inertias[i];
     body->set_mass(inertia.mass);
@@ -199,6 +225,12 @@ void buildViewerScene(ServerSession& session, v1::ViewerScene* scene) {
     spring->set_body_a(element.body_a);
     spring->set_body_b(element.body_b);
   }
+}
+
+std::string viewerMeshFile(const Model& model, std::uint64_t index) {
+  if (index >= model.visuals.size()) return {};
+  const VisualShape& visual = model.visuals[index];
+  return meshFormat(visual).empty() ? std::string() : visual.mesh_file;
 }
 
 ViewerPoser::ViewerPoser(const Model& model)

@@ -4,6 +4,9 @@
 // the session's RT thread is never touched).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include <Eigen/Core>
 
 #include "engine/model/data.h"
@@ -15,6 +18,10 @@ namespace hilsim::server {
 /// The scene of `session`: every body with its shapes in its own frame, closures, springs, the
 /// model's extent at its initial configuration.
 void buildViewerScene(ServerSession& session, v1::ViewerScene* scene);
+
+/// The mesh file of visual `index` of `model`, when the scene offers it to the page (a mesh found
+/// beside the model file, in a format the page reads); empty otherwise.
+std::string viewerMeshFile(const Model& model, std::uint64_t index);
 
 /// Fills frames for one model: holds the Data and vectors that forward kinematics needs, sized
 /// once, so that building a frame allocates nothing but the message's own fields.

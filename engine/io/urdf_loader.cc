@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -684,9 +685,51 @@ Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
   }
 }
 
+namespace {
+
+// The file a mesh name stands for, looked up in the URDF's own directory and its subdirectories
+// only: "package://<package>/<path>" and a relative name are <directory>/<path>; "file://<path>"
+// and an absolute name count only when they lie inside the directory. Empty when there is no
+// such regular file: a model file must not make a viewer read whatever its author names.
+std::string findMeshFile(const std::filesystem::path& directory, const std::string& name) {
+  namespace fs = std::filesystem;
+  std::string_view rest = name;
+  fs::path candidate;
+  if (rest.rfind("package://", 0) == 0) {
+    rest.remove_prefix(10);
+    const std::size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) return {};
+    candidate = directory / fs::path(std::string(rest.substr(slash + 1)));
+  } else {
+    if (rest.rfind("file://", 0) == 0) rest.remove_prefix(7);
+    const fs::path given{std::string(rest)};
+    candidate = given.is_absolute() ? given : directory / given;
+  }
+  std::error_code error;
+  const fs::path root = fs::weakly_canonical(directory, error);
+  if (error) return {};
+  const fs::path file = fs::weakly_canonical(candidate, error);
+  if (error || !fs::is_regular_file(file, error)) return {};
+  // inside the directory: the canonical root is a prefix of the canonical file, segment-wise
+  auto r = root.begin(), f = file.begin();
+  for (; r != root.end(); ++r, ++f) {
+    if (f == file.end() || *r != *f) return {};
+  }
+  return file.string();
+}
+
+}  // namespace
+
 Model loadUrdf(const std::string& path, bool floating_base, const ModelLimits& limits) {
-  return loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes), floating_base, path,
-                        limits);
+  Model model = loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes),
+                               floating_base, path, limits);
+  const std::filesystem::path directory = std::filesystem::path(path).parent_path();
+  for (VisualShape& visual : model.visuals) {
+    if (visual.geometry == VisualShape::Geometry::kMesh) {
+      visual.mesh_file = findMeshFile(directory.empty() ? "." : directory, visual.mesh);
+    }
+  }
+  return model;
 }
 
 }  // namespace hilsim

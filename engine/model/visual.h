@@ -20,7 +20,10 @@ struct VisualShape {
   /// kBox: extents along x, y, z; kCylinder: radius, length along z (centred), 0; kSphere:
   /// radius, 0, 0 [m]. kMesh: unused.
   Vector3 size = Vector3::Zero();
-  std::string mesh;                 ///< kMesh: the file name as the model gives it (not read)
+  std::string mesh;                 ///< kMesh: the file name as the model gives it
+  /// kMesh: the file `mesh` names, found beside the model file (absolute path), or empty: a model
+  /// given as text, a file that does not exist, or a name that leaves the model's directory.
+  std::string mesh_file;
   Vector3 scale = Vector3::Ones();  ///< kMesh: scale along x, y, z
   /// Colour (red, green, blue, alpha in 0 … 1) when the model gives one; alpha 0: none given.
   Eigen::Vector4d rgba = Eigen::Vector4d::Zero();

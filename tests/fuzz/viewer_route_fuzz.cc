@@ -2,7 +2,8 @@
 // which every request to the viewer's port goes through. The first byte picks the method (a
 // known one or the bytes themselves), the rest is the path. Beyond crashes and sanitizer reports,
 // the documented properties are checked: an asset name is a view into the path and a plain file
-// name; a route naming a session carries a non-zero id, which the path spells in decimal.
+// name; a route naming a session carries a non-zero id, which the path spells in decimal; only a
+// mesh route carries a mesh index.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -34,9 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::abort();
       }
     }
-    const bool names_session = route.kind == ViewerRoute::Kind::kScene ||
-                               route.kind == ViewerRoute::Kind::kAction ||
-                               route.kind == ViewerRoute::Kind::kFrames;
+    const bool names_session =
+        route.kind == ViewerRoute::Kind::kScene || route.kind == ViewerRoute::Kind::kAction ||
+        route.kind == ViewerRoute::Kind::kFrames || route.kind == ViewerRoute::Kind::kMesh;
     if (names_session && (route.session_id == 0 ||
                           path.find(std::to_string(route.session_id)) == std::string::npos)) {
       std::abort();
@@ -44,6 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (route.kind == ViewerRoute::Kind::kAction && route.action == ViewerRoute::Action::kNone) {
       std::abort();
     }
+    if (route.kind != ViewerRoute::Kind::kMesh && route.mesh != 0) std::abort();
   });
   return 0;
 }

@@ -12,6 +12,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -61,6 +64,11 @@ TEST(ViewerRouteTest, NamesWhatEachPathAsksFor) {
       {"POST", "/api/sessions/1/explode", Kind::kNotFound, 0},
       {"GET", "/ws/sessions", Kind::kNotFound, 0},
       {"GET", "/ws/sessions/1/scene", Kind::kNotFound, 0},
+      {"GET", "/api/sessions/2/meshes/0", Kind::kMesh, 2},
+      {"GET", "/api/sessions/2/meshes/", Kind::kNotFound, 0},
+      {"GET", "/api/sessions/2/meshes/x", Kind::kNotFound, 0},
+      {"GET", "/api/sessions/2/meshes/1/2", Kind::kNotFound, 0},
+      {"POST", "/api/sessions/2/meshes/1", Kind::kMethodNotAllowed, 0},
       {"GET", "/.hidden", Kind::kNotFound, 0},
       {"GET", "/../etc/passwd", Kind::kNotFound, 0},
       {"GET", "/dir/file.js", Kind::kNotFound, 0},
@@ -75,6 +83,7 @@ TEST(ViewerRouteTest, NamesWhatEachPathAsksFor) {
   EXPECT_EQ(parseViewerRoute("GET", "/").asset, "index.html");
   EXPECT_EQ(parseViewerRoute("GET", "/viewer.css").asset, "viewer.css");
   EXPECT_EQ(parseViewerRoute("POST", "/api/sessions/4/reset").action, ViewerRoute::Action::kReset);
+  EXPECT_EQ(parseViewerRoute("GET", "/api/sessions/4/meshes/17").mesh, 17u);
 }
 
 // --- a client: HTTP requests and a WebSocket, with civetweb's client API ---
@@ -347,6 +356,63 @@ TEST_F(ViewerTest, SceneDrawsAUrdfsVisualGeometry) {
   // the hand: a mesh only, so the shapes from its inertia
   EXPECT_EQ(roles(2, v1::ViewerShape::ROLE_VISUAL), 0);
   EXPECT_EQ(roles(2, v1::ViewerShape::ROLE_INERTIA), 1);
+}
+
+// Meshes found beside a model file of models.directory are offered by index and served as the
+// file's bytes; nothing else is.
+TEST_F(ViewerTest, ServesTheMeshesOfAModelFileByIndexOnly) {
+  namespace fs = std::filesystem;
+  const fs::path directory = fs::temp_directory_path() / ("hilsim-viewer-" + std::to_string(port_));
+  fs::remove_all(directory);
+  fs::create_directories(directory / "meshes");
+  const fs::path data = HILSIM_TEST_DATA_DIR "/io";
+  fs::copy_file(data / "mesh_robot.urdf", directory / "mesh_robot.urdf");
+  for (const char* mesh : {"tetra.stl", "wedge.obj"}) {
+    fs::copy_file(data / "meshes" / mesh, directory / "meshes" / mesh);
+  }
+  server_->shutdown();
+  ServerConfig config = test::loopbackServerConfig();
+  config.viewer_enabled = true;
+  config.viewer_port = 0;
+  config.model_directory = directory.string();
+  config.session_defaults.mutable_thread()->set_lock_memory(false);
+  startServer(config);
+  const std::uint64_t id = createSession("mesh_robot", "meshes", false);
+  const std::string base = "/api/sessions/" + std::to_string(id);
+  const auto scene = fromJson<v1::ViewerScene>(request(port_, "GET", base + "/scene").body);
+  ASSERT_EQ(scene.bodies_size(), 2);
+  std::vector<v1::ViewerShape> meshes;
+  for (const v1::ViewerBody& body : scene.bodies()) {
+    for (const v1::ViewerShape& shape : body.shapes()) {
+      if (shape.kind() == v1::ViewerShape::KIND_MESH) meshes.push_back(shape);
+    }
+  }
+  // the ground's tetrahedron and the arm's wedge; not the missing file, nor the two outside the
+  // directory, nor the detour (it ends inside tests/data/io, which this copy is not)
+  ASSERT_EQ(meshes.size(), 2u);
+  EXPECT_EQ(meshes[0].mesh_url(), base + "/meshes/0");
+  EXPECT_EQ(meshes[0].mesh_format(), "stl");
+  ASSERT_EQ(meshes[0].scale_size(), 3);
+  EXPECT_EQ(meshes[0].scale(0), 2.0);
+  ASSERT_EQ(meshes[0].rgba_size(), 4);
+  EXPECT_EQ(meshes[1].mesh_url(), base + "/meshes/1");
+  EXPECT_EQ(meshes[1].mesh_format(), "obj");
+  // the arm is drawn by its meshes, not by its inertia box
+  for (const v1::ViewerShape& shape : scene.bodies(1).shapes()) {
+    EXPECT_NE(shape.role(), v1::ViewerShape::ROLE_INERTIA);
+  }
+  std::ifstream tetra(directory / "meshes" / "tetra.stl", std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(tetra), {}};
+  const Response served = request(port_, "GET", base + "/meshes/0");
+  EXPECT_EQ(served.status, 200);
+  EXPECT_EQ(served.body, bytes);
+  for (const char* refused :
+       {"/meshes/2", "/meshes/3", "/meshes/4", "/meshes/5", "/meshes/6", "/meshes/99"}) {
+    EXPECT_EQ(request(port_, "GET", base + refused).status, 404) << refused;
+  }
+  EXPECT_EQ(request(port_, "GET", base + "/meshes/..%2F..%2Fetc%2Fpasswd").status, 404);
+  server_->shutdown();
+  fs::remove_all(directory);
 }
 
 // Frames follow the running session: cycles grow, and every body's pose is the one its own q

@@ -24,6 +24,7 @@ import pytest
 import websocket
 
 SERVER_EXE = os.environ.get("HILSIM_SERVER_EXE", "hilsim-server")
+TEST_DATA = os.environ.get("HILSIM_TEST_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "data"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SCREENSHOT = os.environ.get("HILSIM_VIEWER_SCREENSHOT", "viewer.png")
 
@@ -37,11 +38,14 @@ CONFIG = """listen:
   udp: {enabled: false}
   metrics: {enabled: false}
   viewer: {enabled: true, port: 0, rate_hz: 30}
+models:
+  directory: MODELS
 session_defaults:
   thread: {lock_memory: false}
 sessions:
   - {name: arm, model: iiwa14, start: true}
   - {name: linkage, model: four_bar, start: true}
+  - {name: meshes, model: mesh_robot, start: false}
 """
 
 
@@ -58,9 +62,13 @@ def wait_for(predicate, timeout, what, explain=lambda: ""):
 @pytest.fixture(scope="module")
 def server():
     directory = tempfile.mkdtemp(prefix="hilsim-viewer-")
+    # models.directory: a URDF with STL and OBJ meshes beside it (tests/data/io)
+    models = os.path.join(directory, "models")
+    shutil.copytree(os.path.join(TEST_DATA, "io", "meshes"), os.path.join(models, "meshes"))
+    shutil.copy(os.path.join(TEST_DATA, "io", "mesh_robot.urdf"), models)
     config = os.path.join(directory, "server.yaml")
     with open(config, "w") as f:
-        f.write(CONFIG)
+        f.write(CONFIG.replace("MODELS", models))
     env = dict(os.environ)
     log_path = os.path.join(directory, "server.log")
     log = open(log_path, "w")
@@ -219,23 +227,35 @@ def test_the_page_shows_the_session_moving_and_its_buttons_drive_it(server, brow
              lambda: page_report(browser))
 
 
-def test_a_closed_loop_is_drawn_with_its_closure(server, browser):
+def switch_to(browser, session):
     browser.evaluate("(() => { const s = document.getElementById('session');"
-                     " s.value = '2'; s.dispatchEvent(new Event('change')); })()")
-    wait_for(lambda: browser.evaluate("window.hilsimViewer.sessionId") == "2" and
-             browser.evaluate("window.hilsimViewer.sceneLoaded"), ACTION_TIMEOUT, "the four-bar's scene")
+                     f" s.value = '{session}'; s.dispatchEvent(new Event('change')); }})()")
+    wait_for(lambda: browser.evaluate("window.hilsimViewer.sessionId") == session and
+             browser.evaluate("window.hilsimViewer.sceneLoaded"), ACTION_TIMEOUT,
+             f"the scene of session {session}")
+
+
+def test_a_urdfs_meshes_are_fetched_and_drawn(server, browser):
+    switch_to(browser, "3")
+    # the base's tetrahedron (STL) and the arm's wedge (OBJ)
+    wait_for(lambda: browser.evaluate("window.hilsimViewer.meshesLoaded") >= 2, ACTION_TIMEOUT,
+             "two meshes", lambda: page_report(browser))
+    assert browser.evaluate("document.getElementById('message').textContent") == ""
+
+
+def test_a_closed_loop_is_drawn_with_its_closure(server, browser):
+    switch_to(browser, "2")
     wait_for(lambda: browser.evaluate(
-        "window.hilsimViewer.lastFrame && window.hilsimViewer.lastFrame.session_id === '2'"), 10,
-        "a frame of the four-bar")
+        "window.hilsimViewer.lastFrame && window.hilsimViewer.lastFrame.session_id === '2'"),
+        ACTION_TIMEOUT, "a frame of the four-bar")
     points = browser.evaluate("window.hilsimViewer.lastFrame.closure_points")
     assert len(points) == 6
     assert max(abs(a - b) for a, b in zip(points[:3], points[3:])) < 1e-6
     # back to the arm for the picture
-    browser.evaluate("(() => { const s = document.getElementById('session');"
-                     " s.value = '1'; s.dispatchEvent(new Event('change')); })()")
+    switch_to(browser, "1")
     wait_for(lambda: browser.evaluate(
-        "window.hilsimViewer.lastFrame && window.hilsimViewer.lastFrame.session_id === '1'"), 10,
-        "a frame of the arm")
+        "window.hilsimViewer.lastFrame && window.hilsimViewer.lastFrame.session_id === '1'"),
+        ACTION_TIMEOUT, "a frame of the arm")
     time.sleep(1.5)  # the plots fill
     shot = browser.call("Page.captureScreenshot", format="png")
     with open(SCREENSHOT, "wb") as f:

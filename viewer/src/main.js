@@ -4,6 +4,8 @@
 // /ws/sessions/<id> of frames (proto/hilsim/v1/viewer.proto as JSON). The world is z-up.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { STLLoader } from 'three/addons/loaders/STLLoader.js';
+import { OBJLoader } from 'three/addons/loaders/OBJLoader.js';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './viewer.css';
@@ -28,6 +30,7 @@ const status = {
   sessionId: null,
   sceneLoaded: false,
   frames: 0,
+  meshesLoaded: 0,
   lastFrame: null,
   error: '',
   /** World position [x, y, z] of body `i` as drawn now. */
@@ -110,9 +113,50 @@ function quaternion(wxyz) {
   return new THREE.Quaternion(wxyz[1], wxyz[2], wxyz[3], wxyz[0]);
 }
 
+/** The model's own colour for a visual, when it gives one. */
+function withModelColour(material, shape) {
+  if (shape.rgba && shape.rgba.length === 4) {
+    material.color = new THREE.Color(shape.rgba[0], shape.rgba[1], shape.rgba[2]);
+    material.transparent = shape.rgba[3] < 1;
+    material.opacity = shape.rgba[3];
+  }
+  return material;
+}
+
+/** A URDF mesh: a group placed at once, the file's geometry added when it has arrived. */
+function meshShape(shape, material) {
+  const group = new THREE.Group();
+  group.position.fromArray(shape.position);
+  group.quaternion.copy(quaternion(shape.rotation));
+  if (shape.scale && shape.scale.length === 3) group.scale.fromArray(shape.scale);
+  const ours = shape.rgba && shape.rgba.length === 4;
+  fetch(shape.mesh_url, { headers: authHeaders() })
+    .then((r) => (r.ok ? r.arrayBuffer() : Promise.reject(new Error(`${r.status}`))))
+    .then((bytes) => {
+      if (shape.mesh_format === 'stl') {
+        const geometry = new STLLoader().parse(bytes);
+        geometry.computeVertexNormals();
+        group.add(new THREE.Mesh(geometry, material));
+      } else {
+        const object = new OBJLoader().parse(new TextDecoder().decode(bytes));
+        // the model's colour wins; without one, the file's own materials stay
+        if (ours) object.traverse((child) => { if (child.isMesh) child.material = material; });
+        group.add(object);
+      }
+      status.meshesLoaded += 1;
+      view.redraw();
+    })
+    .catch((e) => say(`mesh ${shape.mesh_url}: ${e.message}`));
+  return group;
+}
+
 function shapeMesh(shape, body) {
   let geometry;
   const s = shape.size;
+  if (shape.kind === 'KIND_MESH') {
+    const material = new THREE.MeshStandardMaterial(ROLE_MATERIAL.ROLE_VISUAL);
+    return meshShape(shape, withModelColour(material, shape));
+  }
   if (shape.kind === 'KIND_BOX') {
     geometry = new THREE.BoxGeometry(s[0], s[1], s[2]);
   } else if (shape.kind === 'KIND_CYLINDER') {
@@ -123,11 +167,7 @@ function shapeMesh(shape, body) {
   }
   const material = new THREE.MeshStandardMaterial(ROLE_MATERIAL[shape.role]);
   if (shape.role === 'ROLE_INERTIA') material.color = bodyColour(body);
-  if (shape.rgba && shape.rgba.length === 4) {  // the model's own colour
-    material.color = new THREE.Color(shape.rgba[0], shape.rgba[1], shape.rgba[2]);
-    material.transparent = shape.rgba[3] < 1;
-    material.opacity = shape.rgba[3];
-  }
+  withModelColour(material, shape);
   const mesh = new THREE.Mesh(geometry, material);
   mesh.position.fromArray(shape.position);
   mesh.quaternion.copy(quaternion(shape.rotation));

@@ -4,6 +4,7 @@
 
 #include <Eigen/Geometry>
 #include <cmath>
+#include <filesystem>
 #include <initializer_list>
 #include <random>
 #include <sstream>
@@ -334,6 +335,26 @@ TEST(UrdfLoader, KeepsVisualGeometryOnTheBodyItMovesWith) {
   EXPECT_EQ(tool.body, m.bodyIndex("arm"));  // welded into the arm, 0.5 m up
   EXPECT_EQ(tool.geometry, VisualShape::Geometry::kSphere);
   EXPECT_LT((tool.placement.translation - Vector3(0, 0, 0.52)).norm(), kAlgebraTol);
+}
+
+// Mesh files are looked up beside a URDF file, never outside its directory, and never for a
+// model given as text.
+TEST(UrdfLoader, FindsMeshFilesBesideTheModelFileOnly) {
+  namespace fs = std::filesystem;
+  const std::string path = HILSIM_TEST_DATA_DIR "/io/mesh_robot.urdf";
+  const Model m = loadUrdf(path);
+  ASSERT_EQ(m.visuals.size(), 6u);
+  const std::string meshes = fs::weakly_canonical(HILSIM_TEST_DATA_DIR "/io/meshes").string();
+  EXPECT_EQ(m.visuals[0].body, 0);  // the ground root's
+  EXPECT_EQ(m.visuals[0].mesh_file, meshes + "/tetra.stl");  // package://<package>/<path>
+  EXPECT_EQ(m.visuals[0].scale, Vector3(2, 2, 2));
+  EXPECT_EQ(m.visuals[1].mesh_file, meshes + "/wedge.obj");  // relative
+  EXPECT_EQ(m.visuals[2].mesh_file, "");                     // no such file
+  EXPECT_EQ(m.visuals[3].mesh_file, meshes + "/tetra.stl");  // a detour that ends inside
+  EXPECT_EQ(m.visuals[4].mesh_file, "");                     // file:// outside the directory
+  EXPECT_EQ(m.visuals[5].mesh_file, "");                     // package:// climbing out of it
+  const Model text = loadUrdfString(io_detail::readTextFile(path, 1 << 20));
+  for (const VisualShape& visual : text.visuals) EXPECT_EQ(visual.mesh_file, "");
 }
 
 // A malformed <visual> is left out, as the loader leaves out everything the dynamics does not
