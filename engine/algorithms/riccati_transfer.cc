@@ -17,13 +17,7 @@ namespace {
 // the moment m and the force −q, whose power on a twist t = (v, ω) is m·ω − q·v = (Πᵀ z_a)ᵀ t),
 // the body's shift a congruence Φᵀ K Φ, the hinge's update a symmetric one: the recursion keeps
 // the symmetry that stops round-off from growing along a chain (docs/RICCATI.md, "Round-off").
-inline Vector6 pairing(const Vector6& a) {  // Πᵀ a
-  Vector6 out;
-  out.head<3>() = -a.tail<3>();
-  out.tail<3>() = a.head<3>();
-  return out;
-}
-inline Vector6 unpairing(const Vector6& x) {  // Π x, the inverse
+inline Vector6 unpairing(const Vector6& x) {  // Π x, the inverse of Πᵀ
   Vector6 out;
   out.head<3>() = x.tail<3>();
   out.tail<3>() = -x.head<3>();
@@ -63,44 +57,23 @@ inline Vector6 pointAcceleration(const MotionVector& V, const MotionVector& A, c
   return b;
 }
 
-// The inverse: the spatial acceleration of a body from (r̈_p, Ω̇) at its point p.
-inline MotionVector spatialAcceleration(const MotionVector& V, const Vector6& b, const Vector3& p) {
-  MotionVector A;
-  const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
-  A.head<3>() = b.tail<3>();
-  A.tail<3>() = b.head<3>() - b.tail<3>().cross(p) - V.head<3>().cross(v_p);
-  return A;
-}
+// Six-vectors and 6 × 6 blocks are read and written here by their 3-row halves: a 6-vector put
+// together from two halves and read back whole spans two stores the processor cannot forward
+// to the load (it waits for them to reach the cache), a stall on every step of the recursion.
 
-// The joint's motion subspace at the connection point p in the order (r̈, Ω̇): a column
-// [ω_s; v_s] of S_W (about W's origin) moves the point p by v_s + ω_s × p.
+// The joint's motion subspace at the connection point p in the order (r̈, Ω̇), by halves: a
+// column [ω_s; v_s] of S_W (about W's origin) moves the point p by v_s + ω_s × p.
 template <int NV>
-inline Eigen::Matrix<double, 6, NV> subspaceAtPoint(const Data& data, int iv, const Vector3& p) {
-  Eigen::Matrix<double, 6, NV> S_p;
-  for (int j = 0; j < NV; ++j) {
-    const auto s = data.S_W.col(iv + j);
-    S_p.col(j).template head<3>() = s.template tail<3>() + s.template head<3>().cross(p);
-    S_p.col(j).template tail<3>() = s.template head<3>();
+struct SubspaceAtPoint {
+  Eigen::Matrix<double, 3, NV> linear, angular;  // the r̈ and Ω̇ rows
+  SubspaceAtPoint(const Data& data, int iv, const Vector3& p) {
+    for (int j = 0; j < NV; ++j) {
+      const auto s = data.S_W.col(iv + j);
+      angular.col(j) = s.template head<3>();
+      linear.col(j) = s.template tail<3>() + s.template head<3>().cross(p);
+    }
   }
-  return S_p;
-}
-
-// The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent's point at p at
-// q̈ = 0, from the relative twist t = Ŝ q̇ = (v_rel, ω_rel) at p. Every joint's subspace is
-// fixed in the parent's frame as seen from p (revolute, prismatic, planar), or turns with the
-// child about p (spherical: ω_rel = R_WC w, whose rate ω_c × ω_rel is ω_λ × ω_rel), or hangs from
-// the world at rest (free): κ = [2 ω_λ × v_rel; ω_λ × ω_rel], the Coriolis and transport terms.
-// Local: no lever arm to W's origin enters.
-template <int NV>
-inline Vector6 jointBias(const Data& data, int parent, const Eigen::Matrix<double, 6, NV>& S_hat,
-                         const double* v_i) {
-  const Vector6 t = S_hat * Eigen::Map<const Eigen::Matrix<double, NV, 1>>(v_i);
-  const Vector3 omega = data.V_W[parent].head<3>();
-  Vector6 kappa;
-  kappa.head<3>() = 2.0 * omega.cross(t.head<3>());
-  kappa.tail<3>() = omega.cross(t.tail<3>());
-  return kappa;
-}
+};
 
 // D = L Lᵀ for a joint's small SPD D (N ≤ 6), with L⁻¹ and L⁻ᵀ applied to fixed-size columns
 // by substitution: Eigen's LLT solves dispatch fixed sizes to its blocked dynamic kernels, which
@@ -145,7 +118,14 @@ struct SmallCholesky {
 //   D = Ŝᵀ K_c Ŝ + A,  V = Ŝᵀ K_c,  G = D⁻¹ V,  ν = D⁻¹ (τ' − Ŝᵀ Πᵀ e'),  e' = e_c + Π K_c κ,
 //   K = K_c − Vᵀ D⁻¹ V,  e = e' + Π Vᵀ ν,  and back: q̈ = ν − G b_p.
 // K_c and e_c arrive in P_W[i], z_W[i] and leave replaced by K and e; G (transposed) goes to
-// G_W, ν to nu, κ to f_W[i].
+// G_W, ν to nu, κ to f_W[i]. Π x = [x₂; −x₁] and Πᵀ x = [−x₂; x₁] on the halves x₁, x₂.
+//
+// The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent's point at p at
+// q̈ = 0, from the relative twist t = Ŝ q̇ = (v_rel, ω_rel) at p. Every joint's subspace is
+// fixed in the parent's frame as seen from p (revolute, prismatic, planar), or turns with the
+// child about p (spherical: ω_rel = R_WC w, whose rate ω_c × ω_rel is ω_λ × ω_rel), or hangs from
+// the world at rest (free): κ = [2 ω_λ × v_rel; ω_λ × ω_rel], the Coriolis and transport terms.
+// Local: no lever arm to W's origin enters.
 template <int NV>
 void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const double* q,
                const Eigen::VectorXd& v, const Eigen::VectorXd& tau) {
@@ -153,19 +133,33 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   using VectorNV = Eigen::Matrix<double, NV, 1>;
   const int iv = model.idx_v[i];
   Matrix6& K = data.P_W[i];
-  Vector6& e = data.z_W[i];
-  const Eigen::Matrix<double, 6, NV> S_hat = subspaceAtPoint<NV>(data, iv, p);
-  const Vector6 kappa = jointBias<NV>(data, model.parent[i], S_hat, v.data() + iv);
-  data.f_W[i] = kappa;
-  e += unpairing(K * kappa);  // e'
-  const Eigen::Matrix<double, NV, 6> V = S_hat.transpose() * K;
-  MatrixNV D = V * S_hat;
-  D.diagonal() += model.armature.template segment<NV>(iv);
+  auto e_1 = data.z_W[i].head<3>();
+  auto e_2 = data.z_W[i].tail<3>();
+  const SubspaceAtPoint<NV> S_hat(data, iv, p);
+  const VectorNV rates = v.template segment<NV>(iv);
+  const Vector3 omega = data.V_W[model.parent[i]].head<3>();
+  const Vector3 kappa_1 = 2.0 * omega.cross(S_hat.linear * rates);
+  const Vector3 kappa_2 = omega.cross(S_hat.angular * rates);
+  data.f_W[i].head<3>() = kappa_1;
+  data.f_W[i].tail<3>() = kappa_2;
+  // e' = e_c + Π K κ
+  e_1.noalias() += K.bottomLeftCorner<3, 3>() * kappa_1;
+  e_1.noalias() += K.bottomRightCorner<3, 3>() * kappa_2;
+  e_2.noalias() -= K.topLeftCorner<3, 3>() * kappa_1;
+  e_2.noalias() -= K.topRightCorner<3, 3>() * kappa_2;
+  Eigen::Matrix<double, NV, 6> V;
+  V.noalias() = S_hat.linear.transpose() * K.topRows<3>();
+  V.noalias() += S_hat.angular.transpose() * K.bottomRows<3>();
+  MatrixNV D = model.armature.template segment<NV>(iv).asDiagonal();
+  D.noalias() += V.template leftCols<3>() * S_hat.linear;
+  D.noalias() += V.template rightCols<3>() * S_hat.angular;
   VectorNV epsilon = tau.template segment<NV>(iv) -
-                     model.damping.template segment<NV>(iv).cwiseProduct(v.template segment<NV>(iv));
+                     model.damping.template segment<NV>(iv).cwiseProduct(rates);
   if constexpr (NV == 1)
     epsilon(0) -= model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]);
-  epsilon.noalias() -= S_hat.transpose() * pairing(e);
+  // − Ŝᵀ Πᵀ e'
+  epsilon.noalias() += S_hat.linear.transpose() * e_2;
+  epsilon.noalias() -= S_hat.angular.transpose() * e_1;
   // K −= Vᵀ D⁻¹ V as Wᵀ W with W = L⁻¹ V, D = L Lᵀ (D > 0: no massless bodies): symmetric bit
   // for bit (each entry the same sum in the same order), with no extra product
   Eigen::Matrix<double, NV, 6> G;
@@ -187,7 +181,9 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
     cholesky.solveUpper(nu);
     K.noalias() -= W.transpose() * W;
   }
-  e += unpairing(V.transpose() * nu);
+  // e = e' + Π Vᵀ ν
+  e_1.noalias() += V.template rightCols<3>().transpose() * nu;
+  e_2.noalias() -= V.template leftCols<3>().transpose() * nu;
   data.G_W.template middleCols<NV>(iv) = G.transpose();
   data.nu.template segment<NV>(iv) = nu;
 }
@@ -215,11 +211,14 @@ void addToParent(Data& data, int i, int parent, const Vector3& p, const Vector3&
   K_O.topRightCorner<3, 3>() += X;
   K_O.bottomLeftCorner<3, 3>() += X.transpose();
   K_O.bottomRightCorner<3, 3>() += 0.5 * (Y + Y.transpose());
-  Vector6 a = data.z_W[i];
-  a += unpairing(K.leftCols<3>() * omega.cross(omega.cross(r)));
+  // e_O += Ψ (S β + e) with S β = Π K [β₁; 0], β₁ = ω × (ω × r): a = e + [K₂₁ β₁; −K₁₁ β₁]
+  const Vector3 beta = omega.cross(omega.cross(r));
+  Vector3 a_1 = data.z_W[i].head<3>(), a_2 = data.z_W[i].tail<3>();
+  a_1.noalias() += K21 * beta;
+  a_2.noalias() -= K11 * beta;
   Vector6& e_O = data.z_W[parent];
-  e_O += a;
-  e_O.head<3>() -= r.cross(a.tail<3>());
+  e_O.head<3>() += a_1 - r.cross(a_2);
+  e_O.tail<3>() += a_2;
 }
 
 }  // namespace
@@ -261,23 +260,34 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
     const int parent = model.parent[i];
     const int iv = model.idx_v[i];
     const Vector3& p = data.X_WB[i].translation;
-    Vector6 b_parent = Vector6::Zero();
+    Vector3 b_parent_1 = Vector3::Zero(), b_parent_2 = Vector3::Zero();  // (r̈, Ω̇)
     if (parent > 0) {
       const Vector6& b_O = data.f_W[parent];
       const Vector3 r = p - data.X_WB[parent].translation;
       const Vector3 omega = data.V_W[parent].head<3>();
-      b_parent.head<3>() = b_O.head<3>() + b_O.tail<3>().cross(r) + omega.cross(omega.cross(r));
-      b_parent.tail<3>() = b_O.tail<3>();
+      b_parent_2 = b_O.tail<3>();
+      b_parent_1 = b_O.head<3>() + b_parent_2.cross(r) + omega.cross(omega.cross(r));
     }
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
+      const auto G_transposed = data.G_W.middleCols<NV>(iv);
       auto qdd = data.qdd.segment<NV>(iv);
       qdd = data.nu.segment<NV>(iv);
-      qdd.noalias() -= data.G_W.middleCols<NV>(iv).transpose() * b_parent;
-      Vector6& b = data.f_W[i];  // κ, spent here: (r̈, Ω̇) at the origin from now on
-      b += b_parent;
-      b.noalias() += subspaceAtPoint<NV>(data, iv, p) * qdd;
-      data.A_W[i] = spatialAcceleration(data.V_W[i], b, p);
+      qdd.noalias() -= G_transposed.template topRows<3>().transpose() * b_parent_1;
+      qdd.noalias() -= G_transposed.template bottomRows<3>().transpose() * b_parent_2;
+      const SubspaceAtPoint<NV> S_hat(data, iv, p);
+      // κ, spent here: (r̈, Ω̇) at the origin from now on
+      auto b_1 = data.f_W[i].head<3>();
+      auto b_2 = data.f_W[i].tail<3>();
+      b_1 += b_parent_1;
+      b_1.noalias() += S_hat.linear * qdd;
+      b_2 += b_parent_2;
+      b_2.noalias() += S_hat.angular * qdd;
+      // the spatial acceleration from (r̈, Ω̇) at p: a_O = r̈ − Ω̇ × p − ω × v_p
+      const MotionVector& V = data.V_W[i];
+      const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
+      data.A_W[i].head<3>() = b_2;
+      data.A_W[i].tail<3>() = b_1 - b_2.cross(p) - V.head<3>().cross(v_p);
     });
   }
   data.A_W[0].setZero();

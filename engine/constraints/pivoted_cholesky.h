@@ -1,5 +1,5 @@
-// Rank-revealing solve of a symmetric positive semi-definite system A x = b: Cholesky with
-// diagonal pivoting (Golub, Van Loan, "Matrix Computations", 4th ed. (2013) §4.2.8; Higham,
+// Rank-revealing solve of a symmetric positive semi-definite system A x = b: Cholesky (as
+// L D Lᵀ) with diagonal pivoting (Golub, Van Loan, "Matrix Computations", 4th ed. (2013) §4.2.8; Higham,
 // "Accuracy and Stability of Numerical Algorithms", 2nd ed. (2002) §10.3). It stops at rank r
 // when every remaining pivot is below `kRankTolerance` times the largest diagonal entry, and
 // returns the minimum-norm solution A⁺ b. Redundant constraint rows (a planar linkage closed in
@@ -27,8 +27,13 @@ class PivotedCholesky {
   static constexpr double kPivotingThreshold = 1e-6;
 
   explicit PivotedCholesky(int capacity)
-      : L_(capacity, capacity), gram_(capacity, capacity), work_(capacity), y_(capacity),
-        inverse_diagonal_(capacity), perm_(capacity) {}
+      : L_(capacity, capacity),
+        scaled_(capacity, capacity),
+        gram_(capacity, capacity),
+        work_(capacity),
+        y_(capacity),
+        inverse_diagonal_(capacity),
+        perm_(capacity) {}
 
   /// Factorises the leading n × n block of `A` (symmetric PSD; only the lower triangle is read).
   /// Returns the numerical rank.
@@ -51,8 +56,10 @@ class PivotedCholesky {
     }
     const double tolerance = kRankTolerance * largest;
     const double comfortable = kPivotingThreshold * largest;
-    // right-looking (A₂₂ −= l lᵀ by columns: contiguous, independent updates); pivoting from
-    // the first pivot that is not comfortably above the tolerance on
+    // right-looking L D Lᵀ (A₂₂ −= a d⁻¹ aᵀ by columns: contiguous, independent updates; no
+    // square root, one reciprocal on the chain from one pivot to the next); pivoting from the
+    // first pivot that is not comfortably above the tolerance on. Column k of L_ keeps the pivot
+    // d_k on the diagonal and the unit factor below it.
     rank_ = 0;
     bool pivoting = false;
     for (int k = 0; k < n; ++k) {
@@ -65,16 +72,14 @@ class PivotedCholesky {
         swapSymmetric(k, pivot);
       }
       double* const l_k = L + k * ld;
-      const double d = std::sqrt(l_k[k]);
-      l_k[k] = d;
-      const double inverse = 1.0 / d;  // multiplications from here on, not divisions
+      const double inverse = 1.0 / l_k[k];  // multiplications from here on, not divisions
       inverse_diagonal_(k) = inverse;
-      for (int r = k + 1; r < n; ++r) l_k[r] *= inverse;
       for (int c = k + 1; c < n; ++c) {
         double* const l_c = L + c * ld;
-        const double factor = l_k[c];
+        const double factor = l_k[c] * inverse;
         for (int r = c; r < n; ++r) l_c[r] -= factor * l_k[r];
       }
+      for (int r = k + 1; r < n; ++r) l_k[r] *= inverse;
       ++rank_;
     }
     return rank_;
@@ -86,30 +91,35 @@ class PivotedCholesky {
   template <typename In, typename Out>
   void solve(const Eigen::MatrixBase<In>& b, Eigen::MatrixBase<Out>& x) {
     const int n = n_, r = rank_;
-    // P A Pᵀ = L Lᵀ with L (n × r) of full column rank
+    // P A Pᵀ = L D Lᵀ with L (n × r) of full column rank
     for (int k = 0; k < n; ++k) work_(k) = b(perm_(k));
-    const auto L = L_.topLeftCorner(n, r);
     if (r == active_) {
-      // full rank on the rows that are there (pivoting puts zero rows last): L₁ L₁ᵀ y = b₁ on
+      // full rank on the rows that are there (pivoting puts zero rows last): L₁ D L₁ᵀ y = b₁ on
       // the first r, zero for the others. Forward by columns (axpy: no chain of dependent
       // sums), back by dot products of the same contiguous columns.
       const Eigen::Index ld = L_.rows();
       double* const w = work_.data();
       for (int i = 0; i < r; ++i) {
         const double* l_i = L_.data() + i * ld;
-        const double w_i = w[i] * inverse_diagonal_(i);
-        w[i] = w_i;
+        const double w_i = w[i];
         for (int j = i + 1; j < r; ++j) w[j] -= w_i * l_i[j];
       }
+      for (int i = 0; i < r; ++i) w[i] *= inverse_diagonal_(i);
       for (int i = r - 1; i >= 0; --i) {
         const double* l_i = L_.data() + i * ld;
         double sum = w[i];
         for (int j = i + 1; j < r; ++j) sum -= l_i[j] * w[j];
-        w[i] = sum * inverse_diagonal_(i);
+        w[i] = sum;
       }
       for (int i = r; i < n; ++i) w[i] = 0.0;
     } else {
-      // A⁺ = Pᵀ L (LᵀL)⁻² Lᵀ P
+      // A⁺ = Pᵀ L (LᵀL)⁻² Lᵀ P with L = L_unit D^½
+      for (int c = 0; c < r; ++c) {
+        const double root = std::sqrt(L_(c, c));
+        scaled_.col(c).head(n) = root * L_.col(c).head(n);
+        scaled_(c, c) = root;
+      }
+      const auto L = scaled_.topLeftCorner(n, r);
       y_.head(r).noalias() = L.transpose() * work_.head(n);
       gram_.topLeftCorner(r, r).noalias() = L.transpose() * L;
       auto gram = gram_.topLeftCorner(r, r);
@@ -148,7 +158,7 @@ class PivotedCholesky {
     }
   }
 
-  Eigen::MatrixXd L_, gram_;
+  Eigen::MatrixXd L_, scaled_, gram_;
   Eigen::VectorXd work_, y_, inverse_diagonal_;
   Eigen::VectorXi perm_;
   int n_ = 0, rank_ = 0, active_ = 0;
