@@ -30,8 +30,8 @@ inline Vector6 unpairing(const Vector6& x) {  // Π x, the inverse of Πᵀ
 //   m_O = J_O Ω̇ + m r̃ r̈_O + Ω̃ J_O Ω − r̃ f_C,   q_O = −m r̈_O + m r̃ Ω̇ + f_C − m Ω̃ Ω̃ r,
 // i.e. S = [m r̃  J_O; −m I  m r̃] and K = Πᵀ S = [m I  −m r̃; m r̃  J_O]. From the body's inertia
 // in its own frame and its pose (r = R_WB c_B, J_C = R_WB J_B R_WBᵀ): nothing of it is stored
-// between the sweeps. Written into P_W[i] and z_W[i], or added to the children's terms there.
-void bodyTerm(const Model& model, Data& data, int i, bool add) {
+// between the sweeps. Written into P_W[i] and z_W[i].
+void bodyTerm(const Model& model, Data& data, int i) {
   const Inertia& I_B = model.inertias[i];
   const Matrix3& R = data.X_WB[i].rotation;
   const double m = I_B.mass;
@@ -41,27 +41,15 @@ void bodyTerm(const Model& model, Data& data, int i, bool add) {
   J_O.noalias() = R * I_B.inertia_com * R.transpose();
   J_O.diagonal().array() += m * r.squaredNorm();
   J_O.noalias() -= m * r * r.transpose();
+  Matrix6& K = data.P_W[i];
+  K.topLeftCorner<3, 3>() = m * Matrix3::Identity();
+  K.topRightCorner<3, 3>() = -m * r_skew;
+  K.bottomLeftCorner<3, 3>() = m * r_skew;
+  K.bottomRightCorner<3, 3>() = J_O;
   const Vector3 omega = data.V_W[i].head<3>();
   const Vector3 f_C = m * model.gravity;
-  const Vector3 e_1 = omega.cross(J_O * omega) - r.cross(f_C);
-  const Vector3 e_2 = f_C - m * omega.cross(omega.cross(r));
-  Matrix6& K = data.P_W[i];
-  Vector6& e = data.z_W[i];
-  if (add) {
-    K.topLeftCorner<3, 3>().diagonal().array() += m;
-    K.topRightCorner<3, 3>() -= m * r_skew;
-    K.bottomLeftCorner<3, 3>() += m * r_skew;
-    K.bottomRightCorner<3, 3>() += J_O;
-    e.head<3>() += e_1;
-    e.tail<3>() += e_2;
-  } else {
-    K.topLeftCorner<3, 3>() = m * Matrix3::Identity();
-    K.topRightCorner<3, 3>() = -m * r_skew;
-    K.bottomLeftCorner<3, 3>() = m * r_skew;
-    K.bottomRightCorner<3, 3>() = J_O;
-    e.head<3>() = e_1;
-    e.tail<3>() = e_2;
-  }
+  data.z_W[i].head<3>() = omega.cross(J_O * omega) - r.cross(f_C);
+  data.z_W[i].tail<3>() = f_C - m * omega.cross(omega.cross(r));
 }
 
 // Classical acceleration (r̈ at p, Ω̇) of a body with spatial velocity V and spatial acceleration
@@ -224,35 +212,18 @@ void addToParent(Data& data, int i, int parent, const Vector3& p, const Vector3&
   Y.noalias() -= K21 * r_skew;
   Y.noalias() += r_skew * X;
   Matrix6& K_O = data.P_W[parent];
-  Vector6& e_O = data.z_W[parent];
-  // the first child's term is written, the others' added (the parent's own comes last)
-  const bool add = data.children_added[parent];
-  data.children_added[parent] = 1;
-  const Matrix3 Y_symmetric = 0.5 * (Y + Y.transpose());
-  if (add) {
-    K_O.topLeftCorner<3, 3>() += K11;
-    K_O.topRightCorner<3, 3>() += X;
-    K_O.bottomLeftCorner<3, 3>() += X.transpose();
-    K_O.bottomRightCorner<3, 3>() += Y_symmetric;
-  } else {
-    K_O.topLeftCorner<3, 3>() = K11;
-    K_O.topRightCorner<3, 3>() = X;
-    K_O.bottomLeftCorner<3, 3>() = X.transpose();
-    K_O.bottomRightCorner<3, 3>() = Y_symmetric;
-  }
+  K_O.topLeftCorner<3, 3>() += K11;
+  K_O.topRightCorner<3, 3>() += X;
+  K_O.bottomLeftCorner<3, 3>() += X.transpose();
+  K_O.bottomRightCorner<3, 3>() += 0.5 * (Y + Y.transpose());
   // e_O += Ψ (S β + e) with S β = Π K [β₁; 0], β₁ = ω × (ω × r): a = e + [K₂₁ β₁; −K₁₁ β₁]
   const Vector3 beta = omega.cross(omega.cross(r));
   Vector3 a_1 = data.z_W[i].head<3>(), a_2 = data.z_W[i].tail<3>();
   a_1.noalias() += K21 * beta;
   a_2.noalias() -= K11 * beta;
-  a_1 -= r.cross(a_2);
-  if (add) {
-    e_O.head<3>() += a_1;
-    e_O.tail<3>() += a_2;
-  } else {
-    e_O.head<3>() = a_1;
-    e_O.tail<3>() = a_2;
-  }
+  Vector6& e_O = data.z_W[parent];
+  e_O.head<3>() += a_1 - r.cross(a_2);
+  e_O.tail<3>() += a_2;
 }
 
 }  // namespace
@@ -275,21 +246,30 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       V.noalias() += data.S_W.middleCols<NV>(iv) * v.segment<NV>(iv);
     });
   }
-  // (A2)–(A3), (B2)–(B3): tips to root. A body's relation is complete once every child has
-  // added its own (children have higher indices) and its own term, at its connection point (its
-  // origin, where its joint holds it), is added to theirs; a free tip starts from its body term
-  // alone (S = 0, e = 0 at its inputs, eq. 34). Each body's term is formed here, not in the
-  // first sweep: on a long system the 6 × 6 relations then pass through memory once.
+  // (A2)–(A3), (B2)–(B3): tips to root. A body's relation at its connection point (its origin,
+  // where its joint holds it) is its own term (formed here, not in the first sweep: on a long
+  // system the 6 × 6 relations then pass through memory once) plus its children's, each shifted
+  // from the child's point to it; a free tip's is its body term alone (S = 0, e = 0 at its inputs,
+  // eq. 34). The bodies are in depth-first order (ModelBuilder: every subtree contiguous), so
+  // going down the indices, a body's children are the last ones left on the stack of finished
+  // relations when it is reached: each is shifted at its parent's turn, while the child's
+  // relation, finished a subtree ago, is still in the caches, and the parent's is at hand.
+  int pending = 0;
   for (int i = model.nbodies - 1; i >= 1; --i) {
     const Vector3& p = data.X_WB[i].translation;
-    bodyTerm(model, data, i, data.children_added[i]);
-    data.children_added[i] = 0;  // ready for the next call
+    bodyTerm(model, data, i);
+    while (pending > 0 && model.parent[data.pending[pending - 1]] == i) {
+      const int child = data.pending[--pending];
+      addToParent(data, child, i, data.X_WB[child].translation, p);
+    }
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       hingeStep<decltype(n)::value>(model, data, i, p, q.data(), v, tau);
     });
-    const int parent = model.parent[i];
-    if (parent > 0) addToParent(data, i, parent, p, data.X_WB[parent].translation);
+    data.pending[pending++] = i;
   }
+#ifndef NDEBUG
+  for (int k = 0; k < pending; ++k) assert(model.parent[data.pending[k]] == 0);  // none left over
+#endif
   // (A4)–(A5), (B4): root to tips. The world is at rest (gravity acts as a force on each body),
   // so a root joint's q̈ is ν; every other joint reads its parent's (r̈, Ω̇) at its point by the
   // geometric equation from the parent's own point, b_λ = Φ b_O + β. Each body's (r̈, Ω̇) at its

@@ -19,7 +19,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
       G_W(Matrix6N::Zero(6, model.nv)),
       D_inv(model.nbodies, Matrix6::Zero()),
       nu(Eigen::VectorXd::Zero(model.nv)),
-      children_added(model.nbodies, 0),
+      pending(model.nbodies, 0),
       null_basis(model.nbodies, Matrix6::Zero()),
       epsilon(Eigen::VectorXd::Zero(model.nv)),
       tau(Eigen::VectorXd::Zero(model.nv)),

@@ -59,8 +59,8 @@ struct Data {
   std::vector<Matrix6> D_inv;       ///< [nbodies] aba: D(k)⁻¹ in the top-left nv_i × nv_i block;
                                     ///< at a floating root, P(k)'s Cholesky factor (lower)
   Eigen::VectorXd nu;               ///< nv: aba ν = D⁻¹ ε (seed 004 (7.2))
-  std::vector<char> children_added; ///< [nbodies] rtmm: P_W, z_W already hold a child's term
-                                    ///< (cleared again as each body is reached)
+  std::vector<int> pending;         ///< [nbodies] rtmm: a stack of the bodies whose relation
+                                    ///< waits for their parent's turn
   std::vector<Matrix6> null_basis;  ///< [nbodies] aba, joints of rank r_i < n_i (seed 003): the
                                     ///< eigenvectors X of D, null(D) in the first n_i − r_i columns
   Eigen::VectorXd epsilon;          ///< nv: aba ε(k) of those joints (other entries untouched)
