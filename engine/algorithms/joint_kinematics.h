@@ -152,7 +152,9 @@ inline double jointSpringEnergy(const Model& model, const Eigen::VectorXd& q) {
 }
 
 /// X_WB[i], X_WJ[i] and the columns of S_W for joint i, from the parent's pose and q.
-/// Requires X_WB[parent[i]] to be current.
+/// Requires X_WB[parent[i]] to be current. kJointFrame false: a revolute joint leaves X_WJ[i]
+/// alone (for a sweep that never reads it: one stream of memory fewer on long systems).
+template <bool kJointFrame = true>
 inline void jointPositionStep(const Model& model, Data& data, int i, const double* q) {
   const Joint& joint = model.joints[i];
   if (joint.type == JointType::kRevolute) {
@@ -170,7 +172,8 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
     X_WB.rotation.noalias() = X_WP.rotation * r_pb;
     X_WB.translation.noalias() = X_WP.rotation * X_PJ.translation;
     X_WB.translation += X_WP.translation;
-    data.X_WJ[i].translation = X_WB.translation;  // X_WJ's rotation is not needed for revolute
+    if constexpr (kJointFrame)  // X_WJ's rotation is not needed for revolute
+      data.X_WJ[i].translation = X_WB.translation;
     auto s_col = data.S_W.col(model.idx_v[i]);
     s_col.head<3>().noalias() = X_WP.rotation * t.axis_parent;
     s_col.tail<3>() = X_WB.translation.cross(s_col.head<3>());

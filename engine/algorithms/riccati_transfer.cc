@@ -123,7 +123,7 @@ struct SmallCholesky {
 //   D = Ŝᵀ K_c Ŝ + A,  V = Ŝᵀ K_c,  G = D⁻¹ V,  ν = D⁻¹ (τ' − Ŝᵀ Πᵀ e'),  e' = e_c + Π K_c κ,
 //   K = K_c − Vᵀ D⁻¹ V,  e = e' + Π Vᵀ ν,  and back: q̈ = ν − G b_p.
 // K_c and e_c arrive in P_W[i], z_W[i] and leave replaced by K and e; G (transposed) goes to
-// G_W, ν to nu, κ to f_W[i]. Π x = [x₂; −x₁] and Πᵀ x = [−x₂; x₁] on the halves x₁, x₂.
+// G_W, ν to nu (κ is formed again on the way back). Π x = [x₂; −x₁] and Πᵀ x = [−x₂; x₁] on the halves x₁, x₂.
 //
 // The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent's point at p at
 // q̈ = 0, from the relative twist t = Ŝ q̇ = (v_rel, ω_rel) at p. Every joint's subspace is
@@ -145,8 +145,6 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   const Vector3 omega = data.V_W[model.parent[i]].head<3>();
   const Vector3 kappa_1 = 2.0 * omega.cross(S_hat.linear * rates);
   const Vector3 kappa_2 = omega.cross(S_hat.angular * rates);
-  data.f_W[i].head<3>() = kappa_1;
-  data.f_W[i].tail<3>() = kappa_2;
   // e' = e_c + Π K κ
   e_1.noalias() += K.bottomLeftCorner<3, 3>() * kappa_1;
   e_1.noalias() += K.bottomRightCorner<3, 3>() * kappa_2;
@@ -237,7 +235,7 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
   // (A1) the elements' kinematics: poses, motion subspaces and velocities (V = V_λ + S v)
   data.V_W[0].setZero();
   for (int i = 1; i < model.nbodies; ++i) {
-    detail::jointPositionStep(model, data, i, q.data());
+    detail::jointPositionStep</*kJointFrame=*/false>(model, data, i, q.data());
     const int iv = model.idx_v[i];
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
@@ -296,9 +294,14 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       qdd.noalias() -= G_transposed.template topRows<3>().transpose() * b_parent_1;
       qdd.noalias() -= G_transposed.template bottomRows<3>().transpose() * b_parent_2;
       const SubspaceAtPoint<NV> S_hat(data, iv, p);
-      // κ, spent here: (r̈, Ω̇) at the origin from now on
+      // (r̈, Ω̇) at the origin: κ (as in the hinge step; cheaper to form again than to keep)
+      // + b_λ + Ŝ q̈
+      const Eigen::Matrix<double, NV, 1> rates = v.template segment<NV>(iv);
+      const Vector3 omega_parent = data.V_W[parent].head<3>();  // zero for the world
       auto b_1 = data.f_W[i].head<3>();
       auto b_2 = data.f_W[i].tail<3>();
+      b_1 = 2.0 * omega_parent.cross(S_hat.linear * rates);
+      b_2 = omega_parent.cross(S_hat.angular * rates);
       b_1 += b_parent_1;
       b_1.noalias() += S_hat.linear * qdd;
       b_2 += b_parent_2;
