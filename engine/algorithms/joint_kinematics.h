@@ -189,7 +189,9 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
 }
 
 /// V_W[i] = V_W[λ] + S v_i, and c_W[i] = V_W[λ] ×ᵐ S v_i + X_WJ Ṡ_J v_i (seed 004 (3.27)).
-/// Returns S v_i in `joint_velocity_W`.
+/// Returns S v_i in `joint_velocity_W`. kVelocityProducts false: V_W[i] only (for a sweep that
+/// forms its own bias terms and never reads c_W).
+template <bool kVelocityProducts = true>
 inline void jointVelocityStep(const Model& model, Data& data, int i, const double* q,
                               const double* v, MotionVector& joint_velocity_W) {
   const int iv = model.idx_v[i];
@@ -198,7 +200,7 @@ inline void jointVelocityStep(const Model& model, Data& data, int i, const doubl
   if (nv_i == 1) {  // revolute and prismatic: Ṡ_J = 0
     joint_velocity_W.noalias() = data.S_W.col(iv) * v[iv];
     data.V_W[i] = V_parent + joint_velocity_W;
-    crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
+    if constexpr (kVelocityProducts) crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
     return;
   }
   withJointSize(nv_i, [&](auto n) {
@@ -207,6 +209,7 @@ inline void jointVelocityStep(const Model& model, Data& data, int i, const doubl
         data.S_W.middleCols<NV>(iv) * Eigen::Map<const Eigen::Matrix<double, NV, 1>>(v + iv);
   });
   data.V_W[i] = V_parent + joint_velocity_W;
+  if constexpr (!kVelocityProducts) return;
   crossMotion(V_parent, joint_velocity_W, data.c_W[i]);
   const JointType type = model.joints[i].type;
   if (type == JointType::kFreeFlyer || type == JointType::kPlanar) {

@@ -80,6 +80,21 @@ struct SubspaceAtPoint {
   }
 };
 
+// The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent's point at p at
+// q̈ = 0, from the relative twist t = Ŝ q̇ = (v_rel, ω_rel) at p. Every joint's subspace is
+// fixed in the parent's frame as seen from p (revolute, prismatic, planar), or turns with the
+// child about p (spherical: ω_rel = R_WC w, whose rate ω_c × ω_rel is ω_λ × ω_rel), or hangs from
+// the world at rest (free): κ = [2 ω_λ × v_rel; ω_λ × ω_rel], the Coriolis and transport terms.
+// Local: no lever arm to W's origin enters. ω_λ: the parent's angular velocity (zero for W).
+struct JointBias {
+  Vector3 linear, angular;  // the r̈ and Ω̇ parts
+};
+template <int NV>
+inline JointBias jointBias(const SubspaceAtPoint<NV>& S_hat,
+                           const Eigen::Matrix<double, NV, 1>& rates, const Vector3& omega) {
+  return {2.0 * omega.cross(S_hat.linear * rates), omega.cross(S_hat.angular * rates)};
+}
+
 // D = L Lᵀ for a joint's small SPD D (N ≤ 6), with L⁻¹ and L⁻ᵀ applied to fixed-size columns
 // by substitution: Eigen's LLT solves dispatch fixed sizes to its blocked dynamic kernels, which
 // cost more than the arithmetic here. 1/L(j, j) kept: multiplications in the chains.
@@ -123,14 +138,8 @@ struct SmallCholesky {
 //   D = Ŝᵀ K_c Ŝ + A,  V = Ŝᵀ K_c,  G = D⁻¹ V,  ν = D⁻¹ (τ' − Ŝᵀ Πᵀ e'),  e' = e_c + Π K_c κ,
 //   K = K_c − Vᵀ D⁻¹ V,  e = e' + Π Vᵀ ν,  and back: q̈ = ν − G b_p.
 // K_c and e_c arrive in P_W[i], z_W[i] and leave replaced by K and e; G (transposed) goes to
-// G_W, ν to nu (κ is formed again on the way back). Π x = [x₂; −x₁] and Πᵀ x = [−x₂; x₁] on the halves x₁, x₂.
-//
-// The joint's bias κ at p: (r̈, Ω̇) of the child minus those of the parent's point at p at
-// q̈ = 0, from the relative twist t = Ŝ q̇ = (v_rel, ω_rel) at p. Every joint's subspace is
-// fixed in the parent's frame as seen from p (revolute, prismatic, planar), or turns with the
-// child about p (spherical: ω_rel = R_WC w, whose rate ω_c × ω_rel is ω_λ × ω_rel), or hangs from
-// the world at rest (free): κ = [2 ω_λ × v_rel; ω_λ × ω_rel], the Coriolis and transport terms.
-// Local: no lever arm to W's origin enters.
+// G_W, ν to nu (κ is formed again on the way back). Π x = [x₂; −x₁] and Πᵀ x = [−x₂; x₁] on the
+// halves x₁, x₂.
 template <int NV>
 void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const double* q,
                const Eigen::VectorXd& v, const Eigen::VectorXd& tau) {
@@ -142,14 +151,12 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   auto e_2 = data.z_W[i].tail<3>();
   const SubspaceAtPoint<NV> S_hat(data, iv, p);
   const VectorNV rates = v.template segment<NV>(iv);
-  const Vector3 omega = data.V_W[model.parent[i]].head<3>();
-  const Vector3 kappa_1 = 2.0 * omega.cross(S_hat.linear * rates);
-  const Vector3 kappa_2 = omega.cross(S_hat.angular * rates);
+  const JointBias kappa = jointBias<NV>(S_hat, rates, data.V_W[model.parent[i]].head<3>());
   // e' = e_c + Π K κ
-  e_1.noalias() += K.bottomLeftCorner<3, 3>() * kappa_1;
-  e_1.noalias() += K.bottomRightCorner<3, 3>() * kappa_2;
-  e_2.noalias() -= K.topLeftCorner<3, 3>() * kappa_1;
-  e_2.noalias() -= K.topRightCorner<3, 3>() * kappa_2;
+  e_1.noalias() += K.bottomLeftCorner<3, 3>() * kappa.linear;
+  e_1.noalias() += K.bottomRightCorner<3, 3>() * kappa.angular;
+  e_2.noalias() -= K.topLeftCorner<3, 3>() * kappa.linear;
+  e_2.noalias() -= K.topRightCorner<3, 3>() * kappa.angular;
   Eigen::Matrix<double, NV, 6> V;
   V.noalias() = S_hat.linear.transpose() * K.topRows<3>();
   V.noalias() += S_hat.angular.transpose() * K.bottomRows<3>();
@@ -234,15 +241,11 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
   assert(!model.has_flexible_bodies && model.nalgebraic == 0);
   // (A1) the elements' kinematics: poses, motion subspaces and velocities (V = V_λ + S v)
   data.V_W[0].setZero();
+  MotionVector joint_velocity = MotionVector::Zero();
   for (int i = 1; i < model.nbodies; ++i) {
     detail::jointPositionStep</*kJointFrame=*/false>(model, data, i, q.data());
-    const int iv = model.idx_v[i];
-    detail::withJointSize(model.nv_joint[i], [&](auto n) {
-      constexpr int NV = decltype(n)::value;
-      MotionVector& V = data.V_W[i];
-      V = data.V_W[model.parent[i]];
-      V.noalias() += data.S_W.middleCols<NV>(iv) * v.segment<NV>(iv);
-    });
+    detail::jointVelocityStep</*kVelocityProducts=*/false>(model, data, i, q.data(), v.data(),
+                                                           joint_velocity);
   }
   // (A2)–(A3), (B2)–(B3): tips to root. A body's relation at its connection point (its origin,
   // where its joint holds it) is its own term (formed here, not in the first sweep: on a long
@@ -297,11 +300,11 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       // (r̈, Ω̇) at the origin: κ (as in the hinge step; cheaper to form again than to keep)
       // + b_λ + Ŝ q̈
       const Eigen::Matrix<double, NV, 1> rates = v.template segment<NV>(iv);
-      const Vector3 omega_parent = data.V_W[parent].head<3>();  // zero for the world
+      const JointBias kappa = jointBias<NV>(S_hat, rates, data.V_W[parent].head<3>());
       auto b_1 = data.f_W[i].head<3>();
       auto b_2 = data.f_W[i].tail<3>();
-      b_1 = 2.0 * omega_parent.cross(S_hat.linear * rates);
-      b_2 = omega_parent.cross(S_hat.angular * rates);
+      b_1 = kappa.linear;
+      b_2 = kappa.angular;
       b_1 += b_parent_1;
       b_1.noalias() += S_hat.linear * qdd;
       b_2 += b_parent_2;

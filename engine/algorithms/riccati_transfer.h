@@ -22,9 +22,10 @@ namespace hilsim {
 /// q̈ for joint forces tau (nv) at state (q, v) [rad/s², m/s²], into data.qdd (also returned).
 /// Leaves the kinematics (X_WB, S_W, V_W; not c_W nor inertia_W, which it does without) and the
 /// true spatial acceleration of every body in A_W; per body it uses P_W (S), z_W (e), f_W (the
-/// body's (r̈, Ω̇) at its origin), G_W and nu (the back substitution's gains), and pending. O(n), 6 × 6 fixed-size blocks, allocation-free. Rigid models of
-/// full joint rank only (no flexible bodies, no massless joint motion), bodies in ModelBuilder's
-/// depth-first order (every subtree contiguous).
+/// body's (r̈, Ω̇) at its origin), G_W and nu (the back substitution's gains), and pending.
+/// O(n), 6 × 6 fixed-size blocks, allocation-free. Rigid models of full joint rank only (no
+/// flexible bodies, no massless joint motion), bodies in ModelBuilder's depth-first order (every
+/// subtree contiguous).
 const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& data,
                                                       const Eigen::VectorXd& q,
                                                       const Eigen::VectorXd& v,

@@ -1,10 +1,10 @@
 // Rank-revealing solve of a symmetric positive semi-definite system A x = b: Cholesky (as
-// L D Lᵀ) with diagonal pivoting (Golub, Van Loan, "Matrix Computations", 4th ed. (2013) §4.2.8; Higham,
-// "Accuracy and Stability of Numerical Algorithms", 2nd ed. (2002) §10.3). It stops at rank r
-// when every remaining pivot is below `kRankTolerance` times the largest diagonal entry, and
-// returns the minimum-norm solution A⁺ b. Redundant constraint rows (a planar linkage closed in
-// 3D) and singular configurations thus give a finite, unique answer. Pivoting starts at the
-// first pivot that is not comfortably above the tolerance: well independent rows (the usual
+// L D Lᵀ) with diagonal pivoting (Golub, Van Loan, "Matrix Computations", 4th ed. (2013)
+// §4.2.8; Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed. (2002) §10.3). It
+// stops at rank r when every remaining pivot is below `kRankTolerance` times the largest diagonal
+// entry, and returns the minimum-norm solution A⁺ b. Redundant constraint rows (a planar linkage
+// closed in 3D) and singular configurations thus give a finite, unique answer. Pivoting starts at
+// the first pivot that is not comfortably above the tolerance: well independent rows (the usual
 // case) are factorised without a search or a swap. Sized once; allocation-free.
 #pragma once
 
