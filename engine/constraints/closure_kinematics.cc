@@ -17,12 +17,6 @@ struct FrameMotion {
   Vector3 a_point;   // bias classical acceleration of the origin [m/s²]
 };
 
-// The last degree of freedom that moves body i (−1 for the world); the others follow dof_parent.
-int lastDof(const Model& model, int i) {
-  while (i > 0 && model.nv_joint[i] + model.nmodes[i] == 0) i = model.parent[i];
-  return i > 0 ? model.idx_v[i] + model.nv_joint[i] + model.nmodes[i] - 1 : -1;
-}
-
 // The frame's rotation only `with_rotation` (weld, revolute, prismatic rows read it), its
 // velocity and bias acceleration only `with_bias`.
 FrameMotion frameMotion(const Model& model, const Data& data, int body, const Transform& X_BF,
@@ -50,39 +44,98 @@ FrameMotion frameMotion(const Model& model, const Data& data, int body, const Tr
   const MotionVector& V = data.V_W[body];
   f.omega = V.head<3>();
   f.v_point = V.tail<3>() + f.omega.cross(f.p);
-  // bias spatial acceleration: Σ a_m along the path (in W every Φ is the identity)
-  MotionVector A = MotionVector::Zero();
-  for (int k = body; k > 0; k = model.parent[k]) A += data.c_W[k];
-  f.alpha = A.head<3>();
+  // bias spatial acceleration [α; a_O]: Σ a_m along the path (in W every Φ is the identity),
+  // summed by halves (a 6-vector sum read back by its last three entries would wait on a store
+  // the processor cannot forward)
+  Vector3 a_origin = Vector3::Zero();
+  f.alpha.setZero();
+  for (int k = body; k > 0; k = model.parent[k]) {
+    f.alpha += data.c_W[k].head<3>();
+    a_origin += data.c_W[k].tail<3>();
+  }
   // spatial to classical (RBDA eq. 2.47): a_p = a_O + α × p + ω × v_p
-  f.a_point = A.tail<3>() + f.alpha.cross(f.p) + f.omega.cross(f.v_point);
+  f.a_point = a_origin + f.alpha.cross(f.p) + f.omega.cross(f.v_point);
   return f;
 }
 
-// Writes one row: g_b on the path of body b, g_a on that of body a.
-template <typename Matrix>
-void jacobianRow(const Model& model, const Data& data, int body_a, const Vector6& g_a, int body_b,
-                 const Vector6& g_b, Matrix& J, int row) {
-  J.row(row).setZero();
-  // each column of S_W as a fixed-size 6-vector: the dot product unrolls (a row of a loop model
-  // is evaluated every step, on a path of a few dofs)
-  const auto column = [&](int d) { return Eigen::Map<const Vector6>(data.S_W.col(d).data()); };
-  for (int d = lastDof(model, body_b); d >= 0; d = model.dof_parent[d])
-    J(row, d) += g_b.dot(column(d));
-  for (int d = lastDof(model, body_a); d >= 0; d = model.dof_parent[d])
-    J(row, d) += g_a.dot(column(d));
+inline Eigen::Map<const Vector6> subspaceColumn(const Data& data, int d) {
+  return Eigen::Map<const Vector6>(data.S_W.col(d).data());
 }
 
-// Writes row `row` into the outputs that want it: J's row, and its spatial form.
+// Writes one row of a Jacobian that comes without ConstraintRows: g_b on the path of body b,
+// g_a on that of body a. (ConstraintRows' own Jacobian is written a closure at a time, below.)
+void jacobianRow(const Model& model, const Data& data, int body_a, const Vector6& g_a, int body_b,
+                 const Vector6& g_b, Eigen::MatrixXd& J, int row) {
+  J.row(row).setZero();
+  for (int d = lastDof(model, body_b); d >= 0; d = model.dof_parent[d])
+    J(row, d) += g_b.dot(subspaceColumn(data, d));
+  for (int d = lastDof(model, body_a); d >= 0; d = model.dof_parent[d])
+    J(row, d) += g_a.dot(subspaceColumn(data, d));
+}
+
+// Writes row `row` into the outputs that want it row by row: the caller's Jacobian, and the
+// spatial form of ConstraintRows.
 void writeRow(const Model& model, const Data& data, const ClosureOutputs& out, int body_a,
               const Vector6& g_a, int body_b, const Vector6& g_b, int row) {
   if (out.jacobian) jacobianRow(model, data, body_a, g_a, body_b, g_b, *out.jacobian, row);
   if (out.rows) {
-    jacobianRow(model, data, body_a, g_a, body_b, g_b, out.rows->jacobian, row);
     out.rows->body_a[row] = body_a;
     out.rows->body_b[row] = body_b;
     out.rows->force_a.col(row) = g_a;
     out.rows->force_b.col(row) = g_b;
+  }
+}
+
+// ConstraintRows' Jacobian entries, a closure at a time on its path (ConstraintRows::path_dofs):
+// only the dofs that move its bodies are visited, each once, the path the two bodies share
+// (where the two coefficients meet on one column) included.
+using Side = ConstraintRows::Side;
+struct ClosurePath {
+  const ConstraintRows::PathDof* begin;
+  const ConstraintRows::PathDof* end;
+};
+using RowMajorMatrix = decltype(ConstraintRows::jacobian);
+
+// One row g_bᵀ V_b + g_aᵀ V_a: (g_a + g_b) · s on the shared path.
+void pathRow(const Data& data, ClosurePath path, const Vector6& g_a, const Vector6& g_b,
+             RowMajorMatrix& J, int row) {
+  const Vector6 g_both = g_a + g_b;
+  for (auto e = path.begin; e != path.end; ++e) {
+    const Vector6& g = e->side == Side::kA ? g_a : e->side == Side::kB ? g_b : g_both;
+    J(row, e->dof) = g.dot(subspaceColumn(data, e->dof));
+  }
+}
+
+// The three rows e_k · (p_B − p_A) at once: a dof's entries are the velocity its column
+// s = [s_ω; s_v] gives the point p_B, s_v + s_ω × p_B, less the one it gives p_A; on the
+// shared path s_ω × (p_B − p_A).
+void pointRows(const Data& data, ClosurePath path, const Vector3& p_A, const Vector3& p_B,
+               RowMajorMatrix& J, int row) {
+  const Vector3 d = p_B - p_A;
+  for (auto e = path.begin; e != path.end; ++e) {
+    const auto s = subspaceColumn(data, e->dof);
+    const Vector3 s_omega = s.head<3>(), s_v = s.tail<3>();
+    Vector3 w;
+    if (e->side == Side::kB)
+      w = s_v + s_omega.cross(p_B);
+    else if (e->side == Side::kA)
+      w = -(s_v + s_omega.cross(p_A));
+    else
+      w = s_omega.cross(d);
+    for (int k = 0; k < 3; ++k) J(row + k, e->dof) = w(k);
+  }
+}
+
+// The rows n_k · (ω_b − ω_a) for the directions n_k, the columns of N: entries ± n_k · s_ω, and
+// zero on the shared path (both bodies turn with it alike).
+template <int R>
+void angularRows(const Data& data, ClosurePath path, const Eigen::Matrix<double, 3, R>& N,
+                 RowMajorMatrix& J, int row) {
+  for (auto e = path.begin; e != path.end; ++e) {
+    if (e->side == Side::kBoth) continue;
+    const Vector3 s_omega = subspaceColumn(data, e->dof).head<3>();
+    const double sign = e->side == Side::kB ? 1.0 : -1.0;
+    for (int k = 0; k < R; ++k) J(row + k, e->dof) = sign * N.col(k).dot(s_omega);
   }
 }
 
@@ -113,7 +166,14 @@ Vector3 rotationError(const Matrix3& R_A, const Matrix3& R_B) {
 void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs& out) {
   const bool with_bias = out.bias != nullptr;
   int row = 0;
-  for (const LoopClosure& c : model.loops) {
+  for (std::size_t l = 0; l < model.loops.size(); ++l) {
+    const LoopClosure& c = model.loops[l];
+    const int first_row = row;
+    ClosurePath path{nullptr, nullptr};
+    if (out.rows) {
+      const auto* dofs = out.rows->path_dofs.data();
+      path = {dofs + out.rows->path_begin[l], dofs + out.rows->path_begin[l + 1]};
+    }
     const bool with_rotation = c.type != ClosureType::kBall && c.type != ClosureType::kDistance;
     const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation, with_bias);
     const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation, with_bias);
@@ -141,11 +201,16 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     switch (c.type) {
       case ClosureType::kBall:
         for (int k = 0; k < 3; ++k) point_rows(Vector3::Unit(k), d(k));
+        if (out.rows) pointRows(data, path, A.p, B.p, out.rows->jacobian, first_row);
         break;
       case ClosureType::kWeld: {
         for (int k = 0; k < 3; ++k) point_rows(Vector3::Unit(k), d(k));
         const Vector3 e = rotationError(A.R, B.R);
         for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
+        if (out.rows) {
+          pointRows(data, path, A.p, B.p, out.rows->jacobian, first_row);
+          angularRows<3>(data, path, Matrix3::Identity(), out.rows->jacobian, first_row + 3);
+        }
         break;
       }
       case ClosureType::kRevolute: {
@@ -154,8 +219,15 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         // where aligned; its derivative adds ṅ_k · (ω_b − ω_a) with ṅ_k = ω_a × n_k
         const Vector3 u_A = A.R * c.axis, u_B = B.R * c.axis;
         const Vector3 misalignment = u_A.cross(u_B);
-        for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
-          const Vector3 n = A.R * *normal;
+        Eigen::Matrix<double, 3, 2> normals;
+        normals.col(0).noalias() = A.R * c.normal_1;
+        normals.col(1).noalias() = A.R * c.normal_2;
+        if (out.rows) {
+          pointRows(data, path, A.p, B.p, out.rows->jacobian, first_row);
+          angularRows<2>(data, path, normals, out.rows->jacobian, first_row + 3);
+        }
+        for (int k = 0; k < 2; ++k) {
+          const Vector3 n = normals.col(k);
           if (out.position_error) (*out.position_error)(row) = n.dot(misalignment);
           if (out.jacobian || out.rows)
             writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
@@ -169,6 +241,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
       case ClosureType::kPrismatic: {
         const Vector3 e = rotationError(A.R, B.R);
         for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
+        if (out.rows)
+          angularRows<3>(data, path, Matrix3::Identity(), out.rows->jacobian, first_row);
         // C = n · d with n = R_A n_A fixed in A: Ċ = n · ḋ + ω_a · (n × d),
         // C̈ = n · d̈ + α_a · (n × d) + (ω_a × (ω_a × n)) · d + 2 (ω_a × n) · ḋ
         for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
@@ -177,7 +251,9 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
           if (out.jacobian || out.rows) {
             Vector6 g_a = pointRow(A.p, -n);
             g_a.head<3>() += n.cross(d);
-            writeRow(model, data, out, c.body_a, g_a, c.body_b, pointRow(B.p, n), row);
+            const Vector6 g_b = pointRow(B.p, n);
+            writeRow(model, data, out, c.body_a, g_a, c.body_b, g_b, row);
+            if (out.rows) pathRow(data, path, g_a, g_b, out.rows->jacobian, row);
           }
           if (out.bias) {
             const Vector3 n_rate = A.omega.cross(n);
@@ -191,16 +267,20 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
       case ClosureType::kDistance: {
         // C = |d| − L: Ċ = u · ḋ, C̈ = u · d̈ + (|ḋ|² − (u · ḋ)²) / |d|
         const double length = d.norm();
-        // coincident points (only far off the manifold; L > 0): any direction is as good
-        const Vector3 u = length > 0.0 ? Vector3(d / length) : Vector3::UnitX();
+        // one division (its latency is on every row's chain); coincident points (only far off
+        // the manifold; L > 0): any direction is as good
+        const double inverse_length = length > 0.0 ? 1.0 / length : 0.0;
+        const Vector3 u = length > 0.0 ? Vector3(d * inverse_length) : Vector3::UnitX();
         if (out.position_error) (*out.position_error)(row) = length - c.length;
-        if (out.jacobian || out.rows)
-          writeRow(model, data, out, c.body_a, pointRow(A.p, -u), c.body_b, pointRow(B.p, u), row);
+        if (out.jacobian || out.rows) {
+          const Vector6 g_a = pointRow(A.p, -u), g_b = pointRow(B.p, u);
+          writeRow(model, data, out, c.body_a, g_a, c.body_b, g_b, row);
+          if (out.rows) pathRow(data, path, g_a, g_b, out.rows->jacobian, row);
+        }
         if (out.bias) {
           const double along = u.dot(d_rate);
           (*out.bias)(row) =
-              u.dot(d_bias) +
-              (length > 0.0 ? (d_rate.squaredNorm() - along * along) / length : 0.0);
+              u.dot(d_bias) + (d_rate.squaredNorm() - along * along) * inverse_length;
         }
         ++row;
         break;

@@ -1,6 +1,13 @@
 #include "engine/constraints/constraint_rows.h"
 
+#include <algorithm>
+
 namespace hilsim {
+
+int lastDof(const Model& model, int i) {
+  while (i > 0 && model.nv_joint[i] + model.nmodes[i] == 0) i = model.parent[i];
+  return i > 0 ? model.idx_v[i] + model.nv_joint[i] + model.nmodes[i] - 1 : -1;
+}
 
 ConstraintRows::ConstraintRows(const Model& model)
     : jacobian(Eigen::MatrixXd::Zero(model.nconstraints, model.nv)),
@@ -19,6 +26,25 @@ ConstraintRows::ConstraintRows(const Model& model)
   }
   for (int i = 1; i < model.nbodies; ++i)
     if (on_path[i]) support.push_back(i);
+  // dofs are numbered parents first, so ascending order is root first
+  std::vector<char> side(model.nv, 0);  // bit 1: moves a, bit 2: moves b
+  path_begin.push_back(0);
+  for (const LoopClosure& loop : model.loops) {
+    const auto begin = static_cast<std::ptrdiff_t>(path_dofs.size());
+    for (const auto& [body, bit] : {std::pair{loop.body_a, 1}, std::pair{loop.body_b, 2}}) {
+      for (int d = lastDof(model, body); d >= 0; d = model.dof_parent[d]) {
+        if (side[d] == 0) path_dofs.push_back({d, Side::kA});
+        side[d] |= bit;
+      }
+    }
+    std::sort(path_dofs.begin() + begin, path_dofs.end(),
+              [](const PathDof& x, const PathDof& y) { return x.dof < y.dof; });
+    for (auto it = path_dofs.begin() + begin; it != path_dofs.end(); ++it) {
+      it->side = side[it->dof] == 1 ? Side::kA : side[it->dof] == 2 ? Side::kB : Side::kBoth;
+      side[it->dof] = 0;
+    }
+    path_begin.push_back(static_cast<int>(path_dofs.size()));
+  }
 }
 
 }  // namespace hilsim

@@ -12,7 +12,19 @@
 
 namespace hilsim {
 
+/// The last degree of freedom that moves body i (−1 for the world, or for a body only fixed
+/// joints hold); the others follow model.dof_parent from it.
+int lastDof(const Model& model, int i);
+
 struct ConstraintRows {
+  /// Which of a closure's two bodies a dof moves: body a only, body b only, or both (the path
+  /// they share from their common ancestor to the world).
+  enum class Side : char { kA, kB, kBoth };
+  struct PathDof {
+    int dof;
+    Side side;
+  };
+
   /// Sized for `model`'s closures (m = model.nconstraints); `support` filled from them.
   explicit ConstraintRows(const Model& model);
 
@@ -23,6 +35,11 @@ struct ConstraintRows {
   /// The bodies on the paths from the world to the rows' bodies, ascending: the only ones a
   /// row's force reaches on its way to the root (and whose motion a row reads). Fixed per model.
   std::vector<int> support;
+  /// Per closure (model.loops order), the dofs its rows read, root first: those that move its
+  /// body a or b, in path_dofs[path_begin[l]] … path_dofs[path_begin[l + 1] − 1]; only these
+  /// entries of its Jacobian rows are written (the others stay zero). Fixed per model.
+  std::vector<PathDof> path_dofs;
+  std::vector<int> path_begin;
   /// The rows whose Jacobian row is not zero (a planar linkage's out-of-plane rows are), ascending,
   /// in the first `active_count` entries; set by whoever solves with the rows.
   std::vector<int> active;

@@ -95,7 +95,8 @@ TEST(ClosureRows, JacobianAndBiasAreTheDerivativesAlongAMotion) {
 }
 
 TEST(ClosureRows, SpatialFormReadsTheJacobianOnTheBodyVelocities) {
-  // J_r v = F_b,rᵀ V_b + F_a,rᵀ V_a for every row: the two forms the formulations read agree
+  // J_r v = F_b,rᵀ V_b + F_a,rᵀ V_a for every row: the two forms the formulations read agree;
+  // and ConstraintRows' J (written a closure at a time) is the J written row by row
   std::mt19937 rng(12);
   for (int trial = 0; trial < 20; ++trial) {
     LoopCase c = randomLoopCase(rng, 6 + trial % 5, 10);
@@ -104,6 +105,12 @@ TEST(ClosureRows, SpatialFormReadsTheJacobianOnTheBodyVelocities) {
     ConstraintRows rows(model);
     forwardKinematics(model, data, c.q, c.v);
     evaluateClosures(model, data, {nullptr, nullptr, nullptr, &rows});
+    Eigen::MatrixXd J(model.nconstraints, model.nv);
+    evaluateClosures(model, data, {nullptr, &J, nullptr, nullptr});
+    for (int r = 0; r < model.nconstraints; ++r)
+      for (int d = 0; d < model.nv; ++d)
+        EXPECT_NEAR(rows.jacobian(r, d), J(r, d), test::kAlgebraTol * std::max(1.0, J.norm()))
+            << "trial " << trial << ", row " << r << ", dof " << d;
     const Eigen::VectorXd rates = rows.jacobian * c.v;
     for (int r = 0; r < model.nconstraints; ++r) {
       double spatial = 0.0;
