@@ -2,7 +2,8 @@
 // forward dynamics of every formulation with the constraint stage (fd_<formulation>_loops) beside
 // the same tree without its closures (fd_<formulation>_tree), one RK4 step of each
 // (rk4_step_loops, rk4_step_tree), and MuJoCo's mj_forward on the same mechanism with its loop as
-// an equality constraint (mj_forward_eq, the four-bar), at the same states, in the same run.
+// an equality constraint (mj_forward_eq, the four-bar), at the same states, in the same run; and
+// the stage's factorisation and solve alone (pivoted_cholesky/n).
 //
 // Models: the bundled four_bar (3 joints, 5 rows) and delta (9 coordinates, 6 rows), and
 // random24: a random spatial tree of 24 revolute and prismatic joints closed by three ball joints
@@ -23,6 +24,7 @@
 #include "engine/builder/closure_builder.h"
 #include "engine/constraints/closure_kinematics.h"
 #include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/pivoted_cholesky.h"
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
@@ -178,6 +180,26 @@ void benchStep(benchmark::State& state, Simulator* sim, Setup* s, const Model* m
   }
   setCounters(state, *model);
 }
+
+// The stage's factorisation and solve alone, on a random SPD n × n system of full rank (the
+// rows of a mechanism: the four-bar's 2, the delta's 6, random24's 15).
+void benchPivotedCholesky(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::mt19937 rng(7);
+  Eigen::MatrixXd B(n, n + 3);
+  for (int c = 0; c < n + 3; ++c) B.col(c) = test::randomVector(n, rng);
+  const Eigen::MatrixXd A = B * B.transpose();
+  const Eigen::VectorXd b = test::randomVector(n, rng, 1.0);
+  Eigen::VectorXd x(n);
+  PivotedCholesky solver(n);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(solver.compute(A, n));
+    solver.solve(b, x);
+    benchmark::DoNotOptimize(x.data());
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(benchPivotedCholesky)->Name("pivoted_cholesky")->Arg(2)->Arg(6)->Arg(15);
 
 #ifdef HILSIM_BENCH_MUJOCO
 void benchMjForwardEq(benchmark::State& state, Setup* s) {
