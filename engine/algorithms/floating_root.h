@@ -14,25 +14,29 @@ inline bool isFloatingRoot(const Model& model, int i) {
 }
 
 /// X ← (L Lᵀ)⁻¹ X for the columns of X (6 × k) with L the lower triangle of `factor`: forward
-/// and back substitution row by row, every column in the inner loop (the columns' chains of
-/// dependent operations overlap), with the diagonal's reciprocals (no division in the chains).
+/// and back substitution on one column at a time held in registers (fixed-size loops, unrolled;
+/// the columns' chains of dependent operations overlap in the processor), with the diagonal's
+/// reciprocals (no division in the chains).
 template <typename Columns>
 void solveWithCholeskyFactor(const Matrix6& factor, Columns&& X) {
   Vector6 reciprocal;
   for (int i = 0; i < 6; ++i) reciprocal(i) = 1.0 / factor(i, i);
   const Eigen::Index k = X.cols();
-  for (int i = 0; i < 6; ++i)
-    for (Eigen::Index c = 0; c < k; ++c) {
-      double sum = X(i, c);
-      for (int j = 0; j < i; ++j) sum -= factor(i, j) * X(j, c);
-      X(i, c) = sum * reciprocal(i);
+  for (Eigen::Index c = 0; c < k; ++c) {
+    double x[6];
+    for (int i = 0; i < 6; ++i) x[i] = X(i, c);
+    for (int i = 0; i < 6; ++i) {
+      double sum = x[i];
+      for (int j = 0; j < i; ++j) sum -= factor(i, j) * x[j];
+      x[i] = sum * reciprocal(i);
     }
-  for (int i = 5; i >= 0; --i)
-    for (Eigen::Index c = 0; c < k; ++c) {
-      double sum = X(i, c);
-      for (int j = i + 1; j < 6; ++j) sum -= factor(j, i) * X(j, c);
-      X(i, c) = sum * reciprocal(i);
+    for (int i = 5; i >= 0; --i) {
+      double sum = x[i];
+      for (int j = 5; j > i; --j) sum -= factor(j, i) * x[j];
+      x[i] = sum * reciprocal(i);
     }
+    for (int i = 0; i < 6; ++i) X(i, c) = x[i];
+  }
 }
 
 /// The free joint's rates x = S⁻¹ α (v in the joint frame J, ω in the body frame B; docs/NOTATION.md)
