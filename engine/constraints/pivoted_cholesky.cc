@@ -6,7 +6,8 @@
 // This file is compiled without auto-vectorisation (engine/CMakeLists.txt): its loops run over a
 // mechanism's few rows, a handful of entries each, where the vector loop's set-up and remainder
 // cost more than the arithmetic (bench/loops_bench.cc `pivoted_cholesky`, factorisation and
-// solve of a full-rank system: 36 → 21 ns at 2 × 2, 143 → 94 at 6 × 6, 535 → 452 at 15 × 15).
+// solve of a full-rank system: 36 → 22 ns at 2 × 2, 143 → 97 at 6 × 6; at 15 × 15 both builds
+// measure between 450 and 700 ns, with the placement of the code).
 
 namespace hilsim {
 
