@@ -13,8 +13,10 @@ namespace hilsim {
 
 /// W ← J M⁻¹ Jᵀ on the active rows of `rows` (k = rows.active_count; W's top-left k × k block,
 /// lower triangle) at the q of the last aba() on `data`. O(s k + k²) for s bodies on the rows'
-/// paths; Data's minv_z and minv_a hold the k columns' forces and accelerations. Rigid models
-/// of full joint rank (as abaInverseInertia); allocation-free.
+/// paths, less where a column is zero (a row's forces reach only its bodies' paths to the root,
+/// its accelerations only the bodies below them); Data's minv_z and minv_a hold the k columns'
+/// forces and accelerations where minv_columns marks them. Rigid models of full joint rank (as
+/// abaInverseInertia); allocation-free.
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
 
 /// x ← M⁻¹ Jᵀ λ (λ: first k entries) from the k columns' accelerations and joint rates the last

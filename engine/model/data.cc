@@ -35,6 +35,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
       minv_a(model.hasClosures() ? model.nbodies : 0,
              Matrix6N::Zero(6, std::max(1, model.nconstraints))),
       minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? std::max(1, model.nconstraints) : 0)),
+      minv_columns(model.hasClosures() ? model.nbodies : 0, 0),
       ldl_rows(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
                    ? Eigen::MatrixXd::Zero(model.nv, model.nconstraints + 1)
                    : Eigen::MatrixXd()),
