@@ -1,5 +1,8 @@
 #include "engine/constraints/closure_kinematics.h"
 
+#include <cassert>
+#include <limits>
+
 #include <Eigen/Geometry>
 
 namespace hilsim {
@@ -58,7 +61,7 @@ FrameMotion frameMotion(const Model& model, const Data& data, int body, const Tr
   return f;
 }
 
-inline Eigen::Map<const Vector6> subspaceColumn(const Data& data, int d) {
+Eigen::Map<const Vector6> subspaceColumn(const Data& data, int d) {
   return Eigen::Map<const Vector6>(data.S_W.col(d).data());
 }
 
@@ -171,6 +174,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     const int first_row = row;
     ClosurePath path{nullptr, nullptr};
     if (out.rows) {
+      assert(out.rows->path_begin.size() == model.loops.size() + 1 &&
+             out.rows->jacobian.cols() == model.nv);  // built from this model
       const auto* dofs = out.rows->path_dofs.data();
       path = {dofs + out.rows->path_begin[l], dofs + out.rows->path_begin[l + 1]};
     }
@@ -269,8 +274,9 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         const double length = d.norm();
         // one division (its latency is on every row's chain); coincident points (only far off
         // the manifold; L > 0): any direction is as good
-        const double inverse_length = length > 0.0 ? 1.0 / length : 0.0;
-        const Vector3 u = length > 0.0 ? Vector3(d * inverse_length) : Vector3::UnitX();
+        const bool apart = length > std::numeric_limits<double>::min();  // 1 / length finite
+        const double inverse_length = apart ? 1.0 / length : 0.0;
+        const Vector3 u = apart ? Vector3(d * inverse_length) : Vector3::UnitX();
         if (out.position_error) (*out.position_error)(row) = length - c.length;
         if (out.jacobian || out.rows) {
           const Vector6 g_a = pointRow(A.p, -u), g_b = pointRow(B.p, u);

@@ -19,7 +19,8 @@ struct ClosureOutputs {
   Eigen::VectorXd* position_error = nullptr;  ///< m: C(q) [m, rad]
   Eigen::MatrixXd* jacobian = nullptr;        ///< m × nv: J(q)
   Eigen::VectorXd* bias = nullptr;            ///< m: J̇ v, C̈ at q̈ = 0 [m/s², rad/s²]
-  ConstraintRows* rows = nullptr;             ///< J and the rows' spatial form (not `active`)
+  ConstraintRows* rows = nullptr;  ///< J and the rows' spatial form (not `active`); built from
+                                   ///< the same model
 };
 
 /// Evaluates the rows of every closure of `model` (m = model.nconstraints rows, in the order of

@@ -1,6 +1,8 @@
 #include "engine/constraints/constraint_rows.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <utility>
 
 namespace hilsim {
 

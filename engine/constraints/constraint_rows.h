@@ -12,8 +12,8 @@
 
 namespace hilsim {
 
-/// The last degree of freedom that moves body i (−1 for the world, or for a body only fixed
-/// joints hold); the others follow model.dof_parent from it.
+/// The last degree of freedom that moves body i (−1 for the world); the others follow
+/// model.dof_parent from it.
 int lastDof(const Model& model, int i);
 
 struct ConstraintRows {
@@ -35,9 +35,10 @@ struct ConstraintRows {
   /// The bodies on the paths from the world to the rows' bodies, ascending: the only ones a
   /// row's force reaches on its way to the root (and whose motion a row reads). Fixed per model.
   std::vector<int> support;
-  /// Per closure (model.loops order), the dofs its rows read, root first: those that move its
-  /// body a or b, in path_dofs[path_begin[l]] … path_dofs[path_begin[l + 1] − 1]; only these
-  /// entries of its Jacobian rows are written (the others stay zero). Fixed per model.
+  /// Per closure (model.loops order), the dofs its rows read, ascending (a parent's before its
+  /// children's): those that move its body a or b, in path_dofs[path_begin[l]] …
+  /// path_dofs[path_begin[l + 1] − 1]; only these entries of its Jacobian rows are written (the
+  /// others stay zero). Fixed per model.
   std::vector<PathDof> path_dofs;
   std::vector<int> path_begin;
   /// The rows whose Jacobian row is not zero (a planar linkage's out-of-plane rows are), ascending,

@@ -1,5 +1,6 @@
 #include "engine/constraints/pivoted_cholesky.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -103,7 +104,6 @@ void PivotedCholesky::solve(const Eigen::VectorXd& b, Eigen::VectorXd& x) {
   }
   for (int k = 0; k < n; ++k) x(perm_(k)) = work_(k);
 }
-
 
 void PivotedCholesky::swapSymmetric(int k, int p) {
   if (p == k) return;

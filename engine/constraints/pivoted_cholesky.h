@@ -40,6 +40,9 @@ class PivotedCholesky {
 
   /// x = A⁺ b (first n entries of b and x; they may be the same vector).
   void solve(const Eigen::VectorXd& b, Eigen::VectorXd& x);
+  /// An expression for b would be evaluated into a temporary on the heap: refused.
+  template <typename Expression>
+  void solve(const Expression& b, Eigen::VectorXd& x) = delete;
 
  private:
   // swaps rows and columns k and p of the symmetric matrix held in the lower triangle of L_,

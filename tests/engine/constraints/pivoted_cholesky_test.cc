@@ -124,8 +124,9 @@ TEST(PivotedCholesky, NaNStopsTheFactorisationWithoutNaNInTheAnswer) {
   A(1, 1) = std::numeric_limits<double>::quiet_NaN();
   PivotedCholesky solver(3);
   solver.compute(A, 3);
+  const Eigen::VectorXd b = Eigen::VectorXd::Ones(3);
   Eigen::VectorXd x(3);
-  solver.solve(Eigen::VectorXd::Ones(3), x);
+  solver.solve(b, x);
   EXPECT_TRUE(x.allFinite());
 }
 
