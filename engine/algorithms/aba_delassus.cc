@@ -155,12 +155,11 @@ void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& r
     if (on_support) {
       ++next_support;
       Vector6 alpha = Vector6::Zero();
+      set.forEach(data.minv_columns[i],
+                  [&](int c) { alpha += lambda(c) * data.minv_a[i].col(c); });
       if (isFloatingRoot(model, i)) {
-        for (int c = 0; c < rows.active_count; ++c) alpha += lambda(c) * data.minv_a[i].col(c);
         detail::floatingRootRates(data, i, alpha, x.segment<6>(iv));
       } else {
-        set.forEach(data.minv_columns[i],
-                    [&](int c) { alpha += lambda(c) * data.minv_a[i].col(c); });
         detail::withJointSize(model.nv_joint[i], [&](auto n) {
           constexpr int NV = decltype(n)::value;
           Eigen::Matrix<double, NV, 1> chi_dot = Eigen::Matrix<double, NV, 1>::Zero();

@@ -168,14 +168,14 @@ Vector3 rotationError(const Matrix3& R_A, const Matrix3& R_B) {
 
 void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs& out) {
   const bool with_bias = out.bias != nullptr;
+  assert(!out.rows || (out.rows->path_begin.size() == model.loops.size() + 1 &&
+                       out.rows->jacobian.cols() == model.nv));  // built from this model
   int row = 0;
   for (std::size_t l = 0; l < model.loops.size(); ++l) {
     const LoopClosure& c = model.loops[l];
     const int first_row = row;
     ClosurePath path{nullptr, nullptr};
     if (out.rows) {
-      assert(out.rows->path_begin.size() == model.loops.size() + 1 &&
-             out.rows->jacobian.cols() == model.nv);  // built from this model
       const auto* dofs = out.rows->path_dofs.data();
       path = {dofs + out.rows->path_begin[l], dofs + out.rows->path_begin[l + 1]};
     }

@@ -28,7 +28,7 @@ ConstraintRows::ConstraintRows(const Model& model)
   }
   for (int i = 1; i < model.nbodies; ++i)
     if (on_path[i]) support.push_back(i);
-  // dofs are numbered parents first, so ascending order is root first
+  // dofs are numbered parents first: each closure's list sorted by dof
   std::vector<char> side(model.nv, 0);  // bit 1: moves a, bit 2: moves b
   path_begin.push_back(0);
   for (const LoopClosure& loop : model.loops) {
