@@ -46,7 +46,7 @@ void floatingRootAcceleration(const Model& model, Data& data, int i, const Eigen
 // The 4-wide steps (aba_steps.h) where the build targets AVX2 and the joint is one they cover.
 inline void outwardStep(const Model& model, Data& data, int i, const double* q, const double* v) {
 #ifdef HILSIM_HAVE_ABA_STEPS_AVX2
-  const JointType type = model.joints[i].type;
+  const JointType type = model.joint_type[i];
   if (type == JointType::kRevolute || type == JointType::kPrismatic) {
     detail::abaOutwardStepAxialAvx2(model, data, i, q, v);
     return;

@@ -149,8 +149,8 @@ static_assert(sizeof(MotionVector) == 6 * sizeof(double) && sizeof(Matrix6) == 3
 
 void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double* q,
                              const double* v) {
-  const bool prismatic = model.joints[i].type == JointType::kPrismatic;
-  assert(prismatic || model.joints[i].type == JointType::kRevolute);
+  const bool prismatic = model.joint_type[i] == JointType::kPrismatic;
+  assert(prismatic || model.joint_type[i] == JointType::kRevolute);
   const Model::AxialJointTerms& terms = model.axial_joint_terms[i];
   const int parent = model.parent[i];
   const int iv = model.idx_v[i];
@@ -179,7 +179,7 @@ void abaOutwardStepAxialAvx2(const Model& model, Data& data, int i, const double
   const Lanes R1 = times(Rp0, Rp1, Rp2, r_pb + 3);
   const Lanes R2 = times(Rp0, Rp1, Rp2, r_pb + 6);
   const Lanes p_joint =
-      add(times(Rp0, Rp1, Rp2, model.joint_placement[i].translation.data()), p_parent);
+      add(times(Rp0, Rp1, Rp2, terms.origin_parent.data()), p_parent);
   const Lanes axis = times(Rp0, Rp1, Rp2, terms.axis_parent.data());
   // revolute: p_B = p_J, S = [a; p × a]; prismatic: p_B = p_J + a q, S = [0; a]
   Lanes p, S_angular, S_linear;

@@ -9,7 +9,7 @@
 namespace hilsim::detail {
 
 inline bool isFloatingRoot(const Model& model, int i) {
-  if (model.joints[i].type != JointType::kFreeFlyer) return false;
+  if (model.joint_type[i] != JointType::kFreeFlyer) return false;
   return model.joint_rank[i] == 6 && model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
 }
 

@@ -156,13 +156,11 @@ inline double jointSpringEnergy(const Model& model, const Eigen::VectorXd& q) {
 /// alone (for a sweep that never reads it: one stream of memory fewer on long systems).
 template <bool kJointFrame = true>
 inline void jointPositionStep(const Model& model, Data& data, int i, const double* q) {
-  const Joint& joint = model.joints[i];
-  if (joint.type == JointType::kRevolute) {
+  if (model.joint_type[i] == JointType::kRevolute) {
     // fast path: one sincos, R_WB = R_Wλ (k0 + cos θ k_cos + sin θ k_sin); J and B share
     // their origin, and S = [a_W; p × a_W] with a_W = R_Wλ a_λ
     const Model::AxialJointTerms& t = model.axial_joint_terms[i];
     const Transform& X_WP = data.X_WB[model.parent[i]];
-    const Transform& X_PJ = model.joint_placement[i];
     const double theta = q[model.idx_q[i]];
     const double c = std::cos(theta), s = std::sin(theta);
     Matrix3 r_pb = t.k0;
@@ -170,7 +168,7 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
     r_pb += s * t.k_sin;
     Transform& X_WB = data.X_WB[i];
     X_WB.rotation.noalias() = X_WP.rotation * r_pb;
-    X_WB.translation.noalias() = X_WP.rotation * X_PJ.translation;
+    X_WB.translation.noalias() = X_WP.rotation * t.origin_parent;
     X_WB.translation += X_WP.translation;
     if constexpr (kJointFrame)  // X_WJ's rotation is not needed for revolute
       data.X_WJ[i].translation = X_WB.translation;
@@ -182,7 +180,7 @@ inline void jointPositionStep(const Model& model, Data& data, int i, const doubl
   const double* q_i = q + model.idx_q[i];
   Transform& X_WJ = data.X_WJ[i];
   data.X_WB[model.parent[i]].compose(model.joint_placement[i], X_WJ);
-  jointTransform(joint, q_i, data.X_JC);
+  jointTransform(model.joints[i], q_i, data.X_JC);
   X_WJ.compose(data.X_JC, data.X_WB[i]);
 
   motionSubspaceStep(model, data, i, q_i);

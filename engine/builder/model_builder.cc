@@ -211,6 +211,9 @@ Model ModelBuilder::build() const {
     properties.push_back(b.properties);
   }
 
+  m.joint_type.clear();
+  for (const Joint& joint : m.joints) m.joint_type.push_back(joint.type);
+
   // R_PJ R_J(θ) with R_J = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ; a prismatic joint's is R_PJ
   m.axial_joint_terms.assign(m.nbodies, Model::AxialJointTerms());
   for (int i = 1; i < m.nbodies; ++i) {
@@ -220,6 +223,7 @@ Model ModelBuilder::build() const {
     const Vector3& a = m.joints[i].axis;
     Model::AxialJointTerms& t = m.axial_joint_terms[i];
     t.axis_parent = r_pj * a;
+    t.origin_parent = m.joint_placement[i].translation;
     if (type == JointType::kPrismatic) {
       t.k0 = r_pj;
       continue;

@@ -55,6 +55,9 @@ struct Model {
   std::vector<int> parent;                  ///< parent body; parent[0] = −1
   std::vector<std::string> joint_names;
   std::vector<Joint> joints;
+  /// joints[i].type again, packed: the sweeps branch on it without pulling a whole Joint
+  /// (80 bytes) through the caches per body
+  std::vector<JointType> joint_type;
   std::vector<Transform> joint_placement;   ///< X_{λ(i) J_i}: joint frame in the parent body frame
   std::vector<Inertia> inertias;            ///< body inertia in its own frame
   std::vector<int> idx_q, idx_v, nq_joint, nv_joint;
@@ -79,6 +82,9 @@ struct Model {
   struct AxialJointTerms {
     Matrix3 k0 = Matrix3::Zero(), k_cos = Matrix3::Zero(), k_sin = Matrix3::Zero();
     Vector3 axis_parent = Vector3::Zero();
+    /// The joint's origin in the parent frame (joint_placement's translation), beside the rest:
+    /// the sweep reads one stream for the joint instead of two
+    Vector3 origin_parent = Vector3::Zero();
   };
   std::vector<AxialJointTerms> axial_joint_terms;  ///< [nbodies]
 
