@@ -292,9 +292,10 @@ void abaInwardStepOneDofAvx2(const Model& model, Data& data, int i, const double
   store6(z_data, z);
   // D = ℋ P ℋ* + armature, ε = τ − d v − k (q − q_ref) − ℋ z, G = U D⁻¹, ν = D⁻¹ ε
   const SixLanes S6 = load6(S);
-  const double D = dot6(S6, U) + model.armature[iv];
-  const double epsilon = tau[iv] - model.damping[iv] * v[iv] -
-                         model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]) -
+  const Model::DofParameters& joint = model.dof_parameters[iv];
+  const double D = dot6(S6, U) + joint.armature;
+  const double epsilon = tau[iv] - joint.damping * v[iv] -
+                         joint.stiffness * (q[model.idx_q[i]] - joint.spring_reference) -
                          dot6(S6, z);
   const double D_inv = 1.0 / D;
   data.D_inv[i](0, 0) = D_inv;

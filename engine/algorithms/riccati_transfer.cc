@@ -160,13 +160,18 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   Eigen::Matrix<double, NV, 6> V;
   V.noalias() = S_hat.linear.transpose() * K.topRows<3>();
   V.noalias() += S_hat.angular.transpose() * K.bottomRows<3>();
-  MatrixNV D = model.armature.template segment<NV>(iv).asDiagonal();
-  D.noalias() += V.template leftCols<3>() * S_hat.linear;
+  // the joint's parameters per dof, from their packed copy (one stream)
+  const Model::DofParameters* joint = model.dof_parameters.data() + iv;
+  MatrixNV D;
+  D.noalias() = V.template leftCols<3>() * S_hat.linear;
   D.noalias() += V.template rightCols<3>() * S_hat.angular;
-  VectorNV epsilon = tau.template segment<NV>(iv) -
-                     model.damping.template segment<NV>(iv).cwiseProduct(rates);
+  VectorNV epsilon = tau.template segment<NV>(iv);
+  for (int k = 0; k < NV; ++k) {
+    D(k, k) += joint[k].armature;
+    epsilon(k) -= joint[k].damping * rates(k);
+  }
   if constexpr (NV == 1)
-    epsilon(0) -= model.stiffness[iv] * (q[model.idx_q[i]] - model.spring_reference[iv]);
+    epsilon(0) -= joint[0].stiffness * (q[model.idx_q[i]] - joint[0].spring_reference);
   // − Ŝᵀ Πᵀ e'
   epsilon.noalias() += S_hat.linear.transpose() * e_2;
   epsilon.noalias() -= S_hat.angular.transpose() * e_1;

@@ -211,28 +211,6 @@ Model ModelBuilder::build() const {
     properties.push_back(b.properties);
   }
 
-  m.joint_type.clear();
-  for (const Joint& joint : m.joints) m.joint_type.push_back(joint.type);
-
-  // R_PJ R_J(θ) with R_J = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ; a prismatic joint's is R_PJ
-  m.axial_joint_terms.assign(m.nbodies, Model::AxialJointTerms());
-  for (int i = 1; i < m.nbodies; ++i) {
-    const JointType type = m.joints[i].type;
-    if (type != JointType::kRevolute && type != JointType::kPrismatic) continue;
-    const Matrix3& r_pj = m.joint_placement[i].rotation;
-    const Vector3& a = m.joints[i].axis;
-    Model::AxialJointTerms& t = m.axial_joint_terms[i];
-    t.axis_parent = r_pj * a;
-    t.origin_parent = m.joint_placement[i].translation;
-    if (type == JointType::kPrismatic) {
-      t.k0 = r_pj;
-      continue;
-    }
-    t.k0 = t.axis_parent * a.transpose();
-    t.k_cos = r_pj - t.k0;
-    t.k_sin = r_pj * skew(a);
-  }
-
   m.dof_parent.assign(m.nv, -1);
   m.dof_body.assign(m.nv, 0);
   m.damping.resize(m.nv);
@@ -267,6 +245,7 @@ Model ModelBuilder::build() const {
       m.effort_limit[d] = modal ? kInf : p.effort;
     }
   }
+  m.packSweepData();
   analyzeJointRanks(m);
   m.initial_configuration = m.neutralConfiguration();
   return m;

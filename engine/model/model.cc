@@ -24,6 +24,33 @@ int Model::frameIndex(const std::string& frame_name) const {
   return -1;
 }
 
+void Model::packSweepData() {
+  joint_type.clear();
+  for (const Joint& joint : joints) joint_type.push_back(joint.type);
+
+  // R_PJ R_J(θ) with R_J = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ; a prismatic joint's is R_PJ
+  axial_joint_terms.assign(nbodies, AxialJointTerms());
+  for (int i = 1; i < nbodies; ++i) {
+    const JointType type = joints[i].type;
+    if (type != JointType::kRevolute && type != JointType::kPrismatic) continue;
+    const Matrix3& r_pj = joint_placement[i].rotation;
+    const Vector3& a = joints[i].axis;
+    AxialJointTerms& t = axial_joint_terms[i];
+    t.axis_parent = r_pj * a;
+    t.origin_parent = joint_placement[i].translation;
+    if (type == JointType::kPrismatic) {
+      t.k0 = r_pj;
+      continue;
+    }
+    t.k0 = t.axis_parent * a.transpose();
+    t.k_cos = r_pj - t.k0;
+    t.k_sin = r_pj * skew(a);
+  }
+  dof_parameters.resize(nv);
+  for (int d = 0; d < nv; ++d)
+    dof_parameters[d] = {armature[d], damping[d], stiffness[d], spring_reference[d]};
+}
+
 Eigen::VectorXd Model::neutralConfiguration() const {
   Eigen::VectorXd q(nq);
   for (int i = 1; i < nbodies; ++i) {

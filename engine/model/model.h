@@ -55,8 +55,8 @@ struct Model {
   std::vector<int> parent;                  ///< parent body; parent[0] = −1
   std::vector<std::string> joint_names;
   std::vector<Joint> joints;
-  /// joints[i].type again, packed: the sweeps branch on it without pulling a whole Joint
-  /// (80 bytes) through the caches per body
+  /// joints[i].type again, packed (packSweepData): the sweeps branch on it without pulling a
+  /// whole Joint (80 bytes) through the caches per body
   std::vector<JointType> joint_type;
   std::vector<Transform> joint_placement;   ///< X_{λ(i) J_i}: joint frame in the parent body frame
   std::vector<Inertia> inertias;            ///< body inertia in its own frame
@@ -70,12 +70,18 @@ struct Model {
   Eigen::VectorXd stiffness;     ///< joint spring of 1-DoF joints, τ = −k (q − q_ref)
                                  ///< [N·m/rad or N/m]; zero for other joints
   Eigen::VectorXd spring_reference;  ///< q_ref of that spring [rad or m]
+  /// armature, damping, stiffness and spring_reference again, packed per dof (packSweepData): a
+  /// sweep's joint step reads them from one stream instead of four
+  struct DofParameters {
+    double armature = 0.0, damping = 0.0, stiffness = 0.0, spring_reference = 0.0;
+  };
+  std::vector<DofParameters> dof_parameters;  ///< [nv]
   Eigen::VectorXd lower_limit;   ///< position limits of 1-DoF joints (−inf otherwise); data only
   Eigen::VectorXd upper_limit;   ///< (+inf otherwise); not enforced by the dynamics
   Eigen::VectorXd velocity_limit;  ///< [rad/s or m/s], +inf when unknown; data only
   Eigen::VectorXd effort_limit;    ///< [N·m or N], +inf when unknown; data only
 
-  /// Revolute and prismatic joints, precomputed by ModelBuilder so the hot sweeps skip the
+  /// Revolute and prismatic joints, precomputed (packSweepData) so the hot sweeps skip the
   /// generic joint transform: R_{λ(i) B}(θ) = k0 + cos θ k_cos + sin θ k_sin (Rodrigues folded
   /// into the joint placement; a prismatic joint has k0 = R_{λ(i) J} and k_cos = k_sin = 0), and
   /// the axis in the parent frame. Zero for other joint types.
@@ -135,6 +141,10 @@ struct Model {
 
   /// Neutral configuration: zero joint angles, identity quaternions, undeformed bodies (nq).
   Eigen::VectorXd neutralConfiguration() const;
+  /// Fills the packed copies the sweeps read (joint_type, axial_joint_terms, dof_parameters)
+  /// from joints, joint_placement and the per-dof joint parameters. ModelBuilder calls it; code
+  /// that changes those fields of a built model calls it again.
+  void packSweepData();
 
   /// Where a simulation starts: initial_configuration (the neutral one where a model file gives
   /// no `initial` values).

@@ -42,6 +42,7 @@ RandomCase randomCase(std::mt19937& rng, int trial) {
     c.model.stiffness[c.model.idx_v[i]] = 20.0 * (1.0 + Eigen::Vector2d::Random()(0));
     c.model.spring_reference[c.model.idx_v[i]] = Eigen::Vector2d::Random()(0);
   }
+  c.model.packSweepData();  // the steps read the parameters from their packed copy
   c.q = test::randomConfiguration(c.model, rng);
   c.v = Eigen::VectorXd::Random(c.model.nv) * 2.0;
   c.tau = Eigen::VectorXd::Random(c.model.nv) * 10.0;

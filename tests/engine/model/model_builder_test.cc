@@ -1,5 +1,5 @@
 // What ModelBuilder packs for the hot sweeps beside the joints it was given (the joint types
-// again, the axial joints' precomputed terms) agrees with those joints: every body's pose from
+// and per-dof parameters again, the axial joints' precomputed terms) agrees with those joints: every body's pose from
 // forwardKinematics, which reads the packed data, equals the pose composed joint by joint from
 // joint_placement and jointTransform, which do not.
 #include <gtest/gtest.h>
@@ -30,6 +30,15 @@ TEST(ModelBuilder, PackedJointDataMatchesTheJoints) {
         EXPECT_EQ(model.axial_joint_terms[i].origin_parent, model.joint_placement[i].translation)
             << "body " << i;
       }
+    }
+
+    ASSERT_EQ(static_cast<int>(model.dof_parameters.size()), model.nv);
+    for (int d = 0; d < model.nv; ++d) {
+      const Model::DofParameters& p = model.dof_parameters[d];
+      EXPECT_EQ(p.armature, model.armature[d]) << "dof " << d;
+      EXPECT_EQ(p.damping, model.damping[d]) << "dof " << d;
+      EXPECT_EQ(p.stiffness, model.stiffness[d]) << "dof " << d;
+      EXPECT_EQ(p.spring_reference, model.spring_reference[d]) << "dof " << d;
     }
 
     const Eigen::VectorXd q = test::randomConfiguration(model, rng);
