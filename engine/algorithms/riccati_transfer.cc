@@ -160,18 +160,22 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   Eigen::Matrix<double, NV, 6> V;
   V.noalias() = S_hat.linear.transpose() * K.topRows<3>();
   V.noalias() += S_hat.angular.transpose() * K.bottomRows<3>();
-  // the joint's parameters per dof, from their packed copy (one stream)
-  const Model::DofParameters* joint = model.dof_parameters.data() + iv;
+  // the joint's parameters: a one-dof joint's from their packed copy (one stream, where a long
+  // system waits on memory); a larger joint's by vector operations on the per-dof arrays
   MatrixNV D;
-  D.noalias() = V.template leftCols<3>() * S_hat.linear;
-  D.noalias() += V.template rightCols<3>() * S_hat.angular;
-  VectorNV epsilon = tau.template segment<NV>(iv);
-  for (int k = 0; k < NV; ++k) {
-    D(k, k) += joint[k].armature;
-    epsilon(k) -= joint[k].damping * rates(k);
+  VectorNV epsilon;
+  if constexpr (NV == 1) {
+    const Model::DofParameters& joint = model.dof_parameters[iv];
+    D(0, 0) = joint.armature;
+    epsilon(0) = tau[iv] - joint.damping * rates(0) -
+                 joint.stiffness * (q[model.idx_q[i]] - joint.spring_reference);
+  } else {
+    D = model.armature.template segment<NV>(iv).asDiagonal();
+    epsilon = tau.template segment<NV>(iv) -
+              model.damping.template segment<NV>(iv).cwiseProduct(rates);
   }
-  if constexpr (NV == 1)
-    epsilon(0) -= joint[0].stiffness * (q[model.idx_q[i]] - joint[0].spring_reference);
+  D.noalias() += V.template leftCols<3>() * S_hat.linear;
+  D.noalias() += V.template rightCols<3>() * S_hat.angular;
   // − Ŝᵀ Πᵀ e'
   epsilon.noalias() += S_hat.linear.transpose() * e_2;
   epsilon.noalias() -= S_hat.angular.transpose() * e_1;
