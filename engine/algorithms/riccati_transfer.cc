@@ -207,6 +207,42 @@ void hingeStep(const Model& model, Data& data, int i, const Vector3& p, const do
   data.nu.template segment<NV>(iv) = nu;
 }
 
+// The hinge step of a revolute joint: at its own point its subspace is Ŝ = [0; a] (a turn about
+// an axis through p moves p not at all), so its bias is κ = [0; ω_λ × a q̇] and every product
+// with Ŝ reads the angular rows alone: the step above with the zero blocks left out.
+void hingeStepRevolute(const Model& model, Data& data, int i, const double* q,
+                       const Eigen::VectorXd& v, const Eigen::VectorXd& tau) {
+  const int iv = model.idx_v[i];
+  Matrix6& K = data.P_W[i];
+  auto e_1 = data.z_W[i].head<3>();
+  auto e_2 = data.z_W[i].tail<3>();
+  const Vector3 a = data.S_W.col(iv).head<3>();
+  const double rate = v[iv];
+  const Vector3 kappa = data.V_W[model.parent[i]].head<3>().cross(a * rate);
+  // e' = e_c + Π K κ
+  e_1.noalias() += K.bottomRightCorner<3, 3>() * kappa;
+  e_2.noalias() -= K.topRightCorner<3, 3>() * kappa;
+  // V = Ŝᵀ K = aᵀ [K₂₁ K₂₂]
+  Eigen::Matrix<double, 1, 6> V;
+  V.noalias() = a.transpose() * K.bottomRows<3>();
+  const Model::DofParameters& joint = model.dof_parameters[iv];
+  const double D = joint.armature + V.rightCols<3>().dot(a);
+  // ε = τ − d v − k (q − q₀) − Ŝᵀ Πᵀ e'
+  const double epsilon = tau[iv] - joint.damping * rate -
+                         joint.stiffness * (q[model.idx_q[i]] - joint.spring_reference) -
+                         a.dot(e_1);
+  const double D_inv = 1.0 / D;
+  const Eigen::Matrix<double, 1, 6> G = D_inv * V;
+  const double nu = D_inv * epsilon;
+  const Vector6 w = std::sqrt(D_inv) * V.transpose();
+  K.noalias() -= w * w.transpose();
+  // e = e' + Π Vᵀ ν
+  e_1.noalias() += V.rightCols<3>().transpose() * nu;
+  e_2.noalias() -= V.leftCols<3>().transpose() * nu;
+  data.G_W.col(iv) = G.transpose();
+  data.nu(iv) = nu;
+}
+
 // Adds the parent-side relation of child i at p (K, e in P_W[i], z_W[i]) to its parent's output
 // relation at O: with r = p − O, the geometric equation b_p = Φ b_O + β (Φ = [I −r̃; 0 I],
 // β = [ω × (ω × r); 0]) and the moment of the input about O (Ψ = [I −r̃; 0 I] on (m, q)):
@@ -272,9 +308,13 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       const int child = data.pending[--pending];
       addToParent(data, child, i, data.X_WB[child].translation, p);
     }
-    detail::withJointSize(model.nv_joint[i], [&](auto n) {
-      hingeStep<decltype(n)::value>(model, data, i, p, q.data(), v, tau);
-    });
+    if (model.joint_type[i] == JointType::kRevolute) {
+      hingeStepRevolute(model, data, i, q.data(), v, tau);
+    } else {
+      detail::withJointSize(model.nv_joint[i], [&](auto n) {
+        hingeStep<decltype(n)::value>(model, data, i, p, q.data(), v, tau);
+      });
+    }
     data.pending[pending++] = i;
   }
 #ifndef NDEBUG
@@ -298,6 +338,22 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       b_parent_2 = b_O.tail<3>();
       b_parent_1 = b_O.head<3>() + b_parent_2.cross(r) + omega.cross(omega.cross(r));
     }
+    const MotionVector& V = data.V_W[i];
+    if (model.joint_type[i] == JointType::kRevolute) {  // Ŝ = [0; a], κ = [0; ω_λ × a q̇]
+      const auto G = data.G_W.col(iv);
+      const double qdd = data.nu(iv) - G.head<3>().dot(b_parent_1) - G.tail<3>().dot(b_parent_2);
+      data.qdd(iv) = qdd;
+      const Vector3 a = data.S_W.col(iv).head<3>();
+      const Vector3 kappa = data.V_W[parent].head<3>().cross(a * v[iv]);
+      const Vector3 b_1 = b_parent_1;
+      const Vector3 b_2 = kappa + b_parent_2 + a * qdd;
+      data.f_W[i].head<3>() = b_1;
+      data.f_W[i].tail<3>() = b_2;
+      const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
+      data.A_W[i].head<3>() = b_2;
+      data.A_W[i].tail<3>() = b_1 - b_2.cross(p) - V.head<3>().cross(v_p);
+      continue;
+    }
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
       const auto G_transposed = data.G_W.middleCols<NV>(iv);
@@ -319,7 +375,6 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       b_2 += b_parent_2;
       b_2.noalias() += S_hat.angular * qdd;
       // the spatial acceleration from (r̈, Ω̇) at p: a_O = r̈ − Ω̇ × p − ω × v_p
-      const MotionVector& V = data.V_W[i];
       const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
       data.A_W[i].head<3>() = b_2;
       data.A_W[i].tail<3>() = b_1 - b_2.cross(p) - V.head<3>().cross(v_p);
