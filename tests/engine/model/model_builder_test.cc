@@ -1,7 +1,7 @@
 // What ModelBuilder packs for the hot sweeps beside the joints it was given (the joint types
-// and per-dof parameters again, the axial joints' precomputed terms) agrees with those joints: every body's pose from
-// forwardKinematics, which reads the packed data, equals the pose composed joint by joint from
-// joint_placement and jointTransform, which do not.
+// and per-dof parameters again, the axial joints' precomputed terms) agrees with those joints:
+// every body's pose from forwardKinematics, which reads the packed data, equals the pose
+// composed joint by joint from joint_placement and jointTransform, which do not.
 #include <gtest/gtest.h>
 
 #include <random>
