@@ -62,6 +62,17 @@ inline Vector6 pointAcceleration(const MotionVector& V, const MotionVector& A, c
   return b;
 }
 
+// The spatial acceleration A (in W about its origin) of a body with spatial velocity V from
+// its (r̈, Ω̇) = (b_1, b_2) at the point p: a_O = r̈ − Ω̇ × p − ω × v_p (the inverse of
+// pointAcceleration).
+template <typename B1, typename B2>
+inline void spatialAcceleration(const MotionVector& V, const Vector3& p, const B1& b_1,
+                                const B2& b_2, MotionVector& A) {
+  const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
+  A.head<3>() = b_2;
+  A.tail<3>() = b_1 - b_2.cross(p) - V.head<3>().cross(v_p);
+}
+
 // Six-vectors and 6 × 6 blocks are read and written here by their 3-row halves: a 6-vector put
 // together from two halves and read back whole spans two stores the processor cannot forward
 // to the load (it waits for them to reach the cache), a stall on every step of the recursion.
@@ -338,20 +349,16 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       b_parent_2 = b_O.tail<3>();
       b_parent_1 = b_O.head<3>() + b_parent_2.cross(r) + omega.cross(omega.cross(r));
     }
-    const MotionVector& V = data.V_W[i];
     if (model.joint_type[i] == JointType::kRevolute) {  // Ŝ = [0; a], κ = [0; ω_λ × a q̇]
       const auto G = data.G_W.col(iv);
       const double qdd = data.nu(iv) - G.head<3>().dot(b_parent_1) - G.tail<3>().dot(b_parent_2);
       data.qdd(iv) = qdd;
       const Vector3 a = data.S_W.col(iv).head<3>();
       const Vector3 kappa = data.V_W[parent].head<3>().cross(a * v[iv]);
-      const Vector3 b_1 = b_parent_1;
-      const Vector3 b_2 = kappa + b_parent_2 + a * qdd;
-      data.f_W[i].head<3>() = b_1;
+      const Vector3 b_2 = kappa + b_parent_2 + a * qdd;  // r̈ is the parent's at p
+      data.f_W[i].head<3>() = b_parent_1;
       data.f_W[i].tail<3>() = b_2;
-      const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
-      data.A_W[i].head<3>() = b_2;
-      data.A_W[i].tail<3>() = b_1 - b_2.cross(p) - V.head<3>().cross(v_p);
+      spatialAcceleration(data.V_W[i], p, b_parent_1, b_2, data.A_W[i]);
       continue;
     }
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
@@ -374,10 +381,7 @@ const Eigen::VectorXd& riccatiTransferForwardDynamics(const Model& model, Data& 
       b_1.noalias() += S_hat.linear * qdd;
       b_2 += b_parent_2;
       b_2.noalias() += S_hat.angular * qdd;
-      // the spatial acceleration from (r̈, Ω̇) at p: a_O = r̈ − Ω̇ × p − ω × v_p
-      const Vector3 v_p = V.tail<3>() + V.head<3>().cross(p);
-      data.A_W[i].head<3>() = b_2;
-      data.A_W[i].tail<3>() = b_1 - b_2.cross(p) - V.head<3>().cross(v_p);
+      spatialAcceleration(data.V_W[i], p, b_1, b_2, data.A_W[i]);
     });
   }
   data.A_W[0].setZero();
