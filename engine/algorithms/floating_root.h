@@ -13,30 +13,40 @@ inline bool isFloatingRoot(const Model& model, int i) {
   return model.joint_rank[i] == 6 && model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
 }
 
+namespace solve_detail {
+// Forward and back substitution on B columns at once, held transposed (B × 6: row i of the B
+// columns in one register): each step is one B-wide multiply–add, and the B columns' chains of
+// dependent steps run side by side instead of one after another.
+template <int B, typename Columns>
+void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen::Index first) {
+  Eigen::Matrix<double, B, 6> x = X.template middleCols<B>(first).transpose();
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < i; ++j) x.col(i) -= L(i, j) * x.col(j);
+    x.col(i) *= reciprocal(i);
+  }
+  for (int i = 5; i >= 0; --i) {
+    for (int j = 5; j > i; --j) x.col(i) -= L(j, i) * x.col(j);
+    x.col(i) *= reciprocal(i);
+  }
+  X.template middleCols<B>(first) = x.transpose();
+}
+}  // namespace solve_detail
+
 /// X ← (L Lᵀ)⁻¹ X for the columns of X (6 × k) with L the lower triangle of `factor`: forward
-/// and back substitution on one column at a time held in registers (fixed-size loops, unrolled;
-/// the columns' chains of dependent operations overlap in the processor), with the diagonal's
-/// reciprocals (no division in the chains).
+/// and back substitution four columns at a time (fixed-size loops, unrolled), with the
+/// diagonal's reciprocals (no division in the chains).
 template <typename Columns>
 void solveWithCholeskyFactor(const Matrix6& factor, Columns&& X) {
   Vector6 reciprocal;
   for (int i = 0; i < 6; ++i) reciprocal(i) = 1.0 / factor(i, i);
   const Eigen::Index k = X.cols();
-  for (Eigen::Index c = 0; c < k; ++c) {
-    double x[6];
-    for (int i = 0; i < 6; ++i) x[i] = X(i, c);
-    for (int i = 0; i < 6; ++i) {
-      double sum = x[i];
-      for (int j = 0; j < i; ++j) sum -= factor(i, j) * x[j];
-      x[i] = sum * reciprocal(i);
-    }
-    for (int i = 5; i >= 0; --i) {
-      double sum = x[i];
-      for (int j = 5; j > i; --j) sum -= factor(j, i) * x[j];
-      x[i] = sum * reciprocal(i);
-    }
-    for (int i = 0; i < 6; ++i) X(i, c) = x[i];
+  Eigen::Index c = 0;
+  for (; c + 4 <= k; c += 4) solve_detail::solveColumns<4>(factor, reciprocal, X, c);
+  if (c + 2 <= k) {
+    solve_detail::solveColumns<2>(factor, reciprocal, X, c);
+    c += 2;
   }
+  if (c < k) solve_detail::solveColumns<1>(factor, reciprocal, X, c);
 }
 
 /// The free joint's rates x = S⁻¹ α (v in the joint frame J, ω in the body frame B; docs/NOTATION.md)

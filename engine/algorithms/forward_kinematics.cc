@@ -32,6 +32,31 @@ void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
   }
 }
 
+namespace {
+
+// seed 004 (3.26): α(k) = α(λ) + Ψ_t η̈_λ + S v̇ − Ψ_d η̈_k + a_m(k)
+void accelerationStep(const Model& model, Data& data, int i, const Eigen::VectorXd& a) {
+  const int parent = model.parent[i];
+  const int iv = model.idx_v[i];
+  const int nv_i = model.nv_joint[i];
+  data.A_W[i] = data.A_W[parent] + data.c_W[i];
+  data.A_W[i].noalias() += data.S_W.middleCols(iv, nv_i) * a.segment(iv, nv_i);
+  if (!model.has_flexible_bodies) return;
+  if (model.parent_node[i] >= 0)
+    data.A_W[i].noalias() +=
+        data.flex.Psi_t_W[i] * a.segment(model.idxModesV(parent), model.nmodes[parent]);
+  if (model.nmodes[i] > 0 && model.flexible[i].hinge_node >= 0)
+    data.A_W[i].noalias() -= data.flex.Psi_d_W[i] * a.segment(model.idxModesV(i), model.nmodes[i]);
+}
+
+}  // namespace
+
+void bodyAccelerations(const Model& model, Data& data, const Eigen::VectorXd& a) {
+  assert(a.size() == model.nv);
+  data.A_W[0].setZero();
+  for (int i = 1; i < model.nbodies; ++i) accelerationStep(model, data, i, a);
+}
+
 void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
                        const Eigen::VectorXd& v, const Eigen::VectorXd& a) {
   assert(q.size() == model.nq && v.size() == model.nv && a.size() == model.nv);
@@ -39,7 +64,6 @@ void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
   data.A_W[0].setZero();
   MotionVector joint_velocity;
   for (int i = 1; i < model.nbodies; ++i) {
-    const int parent = model.parent[i];
     if (model.has_flexible_bodies) {
       detail::flexibleJointPositionStep(model, data, i, q.data());
       detail::flexibleJointVelocityStep(model, data, i, q.data(), v.data());
@@ -47,17 +71,7 @@ void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
       detail::jointPositionStep(model, data, i, q.data());
       detail::jointVelocityStep(model, data, i, q.data(), v.data(), joint_velocity);
     }
-    // seed 004 (3.26): α(k) = α(λ) + Ψ_t η̈_λ + S v̇ − Ψ_d η̈_k + a_m(k)
-    const int iv = model.idx_v[i];
-    const int nv_i = model.nv_joint[i];
-    data.A_W[i] = data.A_W[parent] + data.c_W[i];
-    data.A_W[i].noalias() += data.S_W.middleCols(iv, nv_i) * a.segment(iv, nv_i);
-    if (!model.has_flexible_bodies) continue;
-    if (model.parent_node[i] >= 0)
-      data.A_W[i].noalias() +=
-          data.flex.Psi_t_W[i] * a.segment(model.idxModesV(parent), model.nmodes[parent]);
-    if (model.nmodes[i] > 0 && model.flexible[i].hinge_node >= 0)
-      data.A_W[i].noalias() -= data.flex.Psi_d_W[i] * a.segment(model.idxModesV(i), model.nmodes[i]);
+    accelerationStep(model, data, i, a);
   }
 }
 

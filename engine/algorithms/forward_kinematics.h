@@ -19,6 +19,11 @@ void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
 void forwardKinematics(const Model& model, Data& data, const Eigen::VectorXd& q,
                        const Eigen::VectorXd& v, const Eigen::VectorXd& a);
 
+/// Spatial accelerations data.A_W alone (true accelerations, A_W[0] = 0) for joint accelerations
+/// a (nv), at the kinematics in Data (X_WB, S_W, c_W; flexible: Ψ) of the last forward dynamics or
+/// forwardKinematics(q, v) at the same (q, v): one outward sweep, no trigonometry. Allocation-free.
+void bodyAccelerations(const Model& model, Data& data, const Eigen::VectorXd& a);
+
 /// Velocity of body i's frame expressed in that frame: [ω_B; v of the origin of B] (call after
 /// forwardKinematics with v).
 MotionVector bodyVelocityInBodyFrame(const Data& data, int body);

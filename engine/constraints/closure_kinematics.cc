@@ -10,51 +10,56 @@ namespace hilsim {
 namespace {
 
 // Motion of one closure frame (a point of a body): pose, and what a row needs of its velocity and
-// bias acceleration.
+// acceleration.
 struct FrameMotion {
   Matrix3 R;         // R_WF (only where a row needs it)
   Vector3 p;         // origin in W [m]
   Vector3 omega;     // body angular velocity [rad/s]
   Vector3 v_point;   // classical velocity of the origin [m/s]
-  Vector3 alpha;     // bias angular acceleration (q̈ = 0) [rad/s²]
-  Vector3 a_point;   // bias classical acceleration of the origin [m/s²]
+  Vector3 alpha;     // angular acceleration (bias: at q̈ = 0) [rad/s²]
+  Vector3 a_point;   // classical acceleration of the origin (bias: at q̈ = 0) [m/s²]
 };
 
-// The frame's rotation only `with_rotation` (weld, revolute, prismatic rows read it), its
-// velocity and bias acceleration only `with_bias`.
+// What of a frame's motion the rows need beyond its pose: nothing, its velocity, and with it
+// the bias acceleration (q̈ = 0: the path's c_W) or the acceleration in A_W.
+enum class FrameTerms { kPose, kVelocity, kBias, kAcceleration };
+
+// The frame's rotation only `with_rotation` (weld, revolute, prismatic rows read it).
 FrameMotion frameMotion(const Model& model, const Data& data, int body, const Transform& X_BF,
-                        bool with_rotation, bool with_bias) {
+                        bool with_rotation, FrameTerms terms) {
   FrameMotion f;
+  f.omega.setZero();
+  f.v_point.setZero();
+  f.alpha.setZero();
+  f.a_point.setZero();
   if (body == 0) {
     f.R = X_BF.rotation;
     f.p = X_BF.translation;
-    f.omega.setZero();
-    f.v_point.setZero();
-    f.alpha.setZero();
-    f.a_point.setZero();
     return f;
   }
   const Transform& X_WB = data.X_WB[body];
   if (with_rotation) f.R.noalias() = X_WB.rotation * X_BF.rotation;
   f.p = X_WB.actPoint(X_BF.translation);
-  if (!with_bias) {
-    f.omega.setZero();
-    f.v_point.setZero();
-    f.alpha.setZero();
-    f.a_point.setZero();
-    return f;
-  }
+  if (terms == FrameTerms::kPose) return f;
   const MotionVector& V = data.V_W[body];
   f.omega = V.head<3>();
   f.v_point = V.tail<3>() + f.omega.cross(f.p);
-  // bias spatial acceleration [α; a_O]: Σ a_m along the path (in W every Φ is the identity),
-  // summed by halves (a 6-vector sum read back by its last three entries would wait on a store
-  // the processor cannot forward)
-  Vector3 a_origin = Vector3::Zero();
-  f.alpha.setZero();
-  for (int k = body; k > 0; k = model.parent[k]) {
-    f.alpha += data.c_W[k].head<3>();
-    a_origin += data.c_W[k].tail<3>();
+  if (terms == FrameTerms::kVelocity) return f;
+  // spatial acceleration [α; a_O] (in W about W's origin)
+  Vector3 a_origin;
+  if (terms == FrameTerms::kAcceleration) {
+    // A_W less the base's (gravity's −g, the same at every point): the body's own
+    f.alpha = data.A_W[body].head<3>() - data.A_W[0].head<3>();
+    a_origin = data.A_W[body].tail<3>() - data.A_W[0].tail<3>();
+  } else {
+    // at q̈ = 0: Σ a_m along the path (in W every Φ is the identity), summed by halves (a
+    // 6-vector sum read back by its last three entries would wait on a store the processor
+    // cannot forward)
+    a_origin.setZero();
+    for (int k = body; k > 0; k = model.parent[k]) {
+      f.alpha += data.c_W[k].head<3>();
+      a_origin += data.c_W[k].tail<3>();
+    }
   }
   // spatial to classical (RBDA eq. 2.47): a_p = a_O + α × p + ω × v_p
   f.a_point = a_origin + f.alpha.cross(f.p) + f.omega.cross(f.v_point);
@@ -167,9 +172,15 @@ Vector3 rotationError(const Matrix3& R_A, const Matrix3& R_B) {
 }  // namespace
 
 void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs& out) {
-  const bool with_bias = out.bias != nullptr;
   assert(!out.rows || (out.rows->path_begin.size() == model.loops.size() + 1 &&
                        out.rows->jacobian.cols() == model.nv));  // built from this model
+  assert(!(out.bias && out.acceleration));
+  // C̈, at q̈ = 0 (bias) or at the accelerations in A_W
+  Eigen::VectorXd* const second = out.bias ? out.bias : out.acceleration;
+  const FrameTerms terms = out.acceleration ? FrameTerms::kAcceleration
+                           : out.bias       ? FrameTerms::kBias
+                           : out.rate       ? FrameTerms::kVelocity
+                                            : FrameTerms::kPose;
   int row = 0;
   for (std::size_t l = 0; l < model.loops.size(); ++l) {
     const LoopClosure& c = model.loops[l];
@@ -180,18 +191,19 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
       path = {dofs + out.rows->path_begin[l], dofs + out.rows->path_begin[l + 1]};
     }
     const bool with_rotation = c.type != ClosureType::kBall && c.type != ClosureType::kDistance;
-    const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation, with_bias);
-    const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation, with_bias);
+    const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation, terms);
+    const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation, terms);
     const Vector3 d = B.p - A.p;                  // separation of the origins
     const Vector3 d_rate = B.v_point - A.v_point;  // its rate
-    const Vector3 d_bias = B.a_point - A.a_point;  // its second derivative at q̈ = 0
+    const Vector3 d_bias = B.a_point - A.a_point;  // its second derivative (bias: at q̈ = 0)
 
     // n · (p_B − p_A) for a direction n fixed in W
     const auto point_rows = [&](const Vector3& n, double error) {
       if (out.position_error) (*out.position_error)(row) = error;
       if (out.jacobian || out.rows)
         writeRow(model, data, out, c.body_a, pointRow(A.p, -n), c.body_b, pointRow(B.p, n), row);
-      if (out.bias) (*out.bias)(row) = n.dot(d_bias);
+      if (out.rate) (*out.rate)(row) = n.dot(d_rate);
+      if (second) (*second)(row) = n.dot(d_bias);
       ++row;
     };
     // n · (ω_b − ω_a) for a direction n fixed in W
@@ -199,7 +211,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
       if (out.position_error) (*out.position_error)(row) = error;
       if (out.jacobian || out.rows)
         writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
-      if (out.bias) (*out.bias)(row) = n.dot(B.alpha - A.alpha);
+      if (out.rate) (*out.rate)(row) = n.dot(B.omega - A.omega);
+      if (second) (*second)(row) = n.dot(B.alpha - A.alpha);
       ++row;
     };
 
@@ -236,9 +249,9 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
           if (out.position_error) (*out.position_error)(row) = n.dot(misalignment);
           if (out.jacobian || out.rows)
             writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
-          if (out.bias)
-            (*out.bias)(row) =
-                n.dot(B.alpha - A.alpha) + A.omega.cross(n).dot(B.omega - A.omega);
+          if (out.rate) (*out.rate)(row) = n.dot(B.omega - A.omega);
+          if (second)
+            (*second)(row) = n.dot(B.alpha - A.alpha) + A.omega.cross(n).dot(B.omega - A.omega);
           ++row;
         }
         break;
@@ -260,9 +273,10 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
             writeRow(model, data, out, c.body_a, g_a, c.body_b, g_b, row);
             if (out.rows) pathRow(data, path, g_a, g_b, out.rows->jacobian, row);
           }
-          if (out.bias) {
+          if (out.rate) (*out.rate)(row) = n.dot(d_rate) + A.omega.dot(n.cross(d));
+          if (second) {
             const Vector3 n_rate = A.omega.cross(n);
-            (*out.bias)(row) = n.dot(d_bias) + A.alpha.dot(n.cross(d)) +
+            (*second)(row) = n.dot(d_bias) + A.alpha.dot(n.cross(d)) +
                                A.omega.cross(n_rate).dot(d) + 2.0 * n_rate.dot(d_rate);
           }
           ++row;
@@ -283,9 +297,10 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
           writeRow(model, data, out, c.body_a, g_a, c.body_b, g_b, row);
           if (out.rows) pathRow(data, path, g_a, g_b, out.rows->jacobian, row);
         }
-        if (out.bias) {
-          const double along = u.dot(d_rate);
-          (*out.bias)(row) =
+        const double along = u.dot(d_rate);
+        if (out.rate) (*out.rate)(row) = along;
+        if (second) {
+          (*second)(row) =
               u.dot(d_bias) + (d_rate.squaredNorm() - along * along) * inverse_length;
         }
         ++row;
@@ -298,8 +313,8 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
 void addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces) {
   for (const SpringDamper& e : model.force_elements) {
     const Transform at_a(Matrix3::Identity(), e.point_a), at_b(Matrix3::Identity(), e.point_b);
-    const FrameMotion A = frameMotion(model, data, e.body_a, at_a, false, false);
-    const FrameMotion B = frameMotion(model, data, e.body_b, at_b, false, false);
+    const FrameMotion A = frameMotion(model, data, e.body_a, at_a, false, FrameTerms::kPose);
+    const FrameMotion B = frameMotion(model, data, e.body_b, at_b, false, FrameTerms::kPose);
     const Vector3 d = B.p - A.p;
     const double length = d.norm();
     if (!(length > 0.0)) continue;

@@ -13,14 +13,19 @@
 namespace hilsim {
 
 /// What evaluateClosures computes; each needs Data's kinematics at (q[, v]): X_WB and S_W for
-/// the position error and Jacobian, also V_W and c_W for the bias (as every formulation's forward
-/// dynamics and forwardKinematics(q, v) leave them).
+/// the position error and Jacobian, also V_W for the rate, c_W for the bias and A_W for the
+/// acceleration (as every formulation's forward dynamics and forwardKinematics(q, v) leave the
+/// first four, aba() and bodyAccelerations() the last).
 struct ClosureOutputs {
   Eigen::VectorXd* position_error = nullptr;  ///< m: C(q) [m, rad]
   Eigen::MatrixXd* jacobian = nullptr;        ///< m × nv: J(q)
   Eigen::VectorXd* bias = nullptr;            ///< m: J̇ v, C̈ at q̈ = 0 [m/s², rad/s²]
   ConstraintRows* rows = nullptr;  ///< J and the rows' spatial form (not `active`); built from
                                    ///< the same model
+  Eigen::VectorXd* rate = nullptr;  ///< m: Ċ = J v [m/s, rad/s]
+  /// m: C̈ = J q̈ + J̇ v at the bodies' accelerations in Data's A_W (those of the q̈ that made
+  /// them; A_W[0] the base's, gravity's −g) [m/s², rad/s²]. Not with `bias`.
+  Eigen::VectorXd* acceleration = nullptr;
 };
 
 /// Evaluates the rows of every closure of `model` (m = model.nconstraints rows, in the order of

@@ -21,17 +21,20 @@ constexpr int kAssemblyIterations = 100;
 
 LoopClosureStage::LoopClosureStage(const Model& model, const FormulationInfo& formulation)
     : LoopClosureStage(model, formulation.inverse_inertia, formulation.delassus,
-                       formulation.delassus_response) {}
+                       formulation.delassus_response, formulation.leaves_body_accelerations) {}
 
 LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
-                                   DelassusFunction delassus, DelassusResponseFunction response)
+                                   DelassusFunction delassus, DelassusResponseFunction response,
+                                   bool leaves_body_accelerations)
     : inverse_inertia_(inverse_inertia),
       delassus_(delassus),
       delassus_response_(delassus ? response : nullptr),
+      leaves_body_accelerations_(leaves_body_accelerations),
       rows_(model.nconstraints),
       constraint_rows_(model),
       C_(Eigen::VectorXd::Zero(rows_)),
-      bias_(Eigen::VectorXd::Zero(rows_)),
+      rate_(Eigen::VectorXd::Zero(rows_)),
+      acceleration_(Eigen::VectorXd::Zero(rows_)),
       rhs_(Eigen::VectorXd::Zero(rows_)),
       lambda_(Eigen::VectorXd::Zero(rows_)),
       row_values_(Eigen::VectorXd::Zero(rows_)),
@@ -45,38 +48,41 @@ LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction in
       solver_(rows_) {}
 
 void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen::VectorXd&,
-                                     const Eigen::VectorXd& v, const Eigen::VectorXd&,
+                                     const Eigen::VectorXd&, const Eigen::VectorXd&,
                                      Eigen::VectorXd& qdd) {
   // force elements: q̈ += M⁻¹ Q
+  bool body_accelerations = leaves_body_accelerations_;  // A_W of q̈ in Data
   if (!model.force_elements.empty()) {
     generalized_force_.setZero();
     addForceElementForces(model, data, generalized_force_);
     inverse_inertia_(model, data, generalized_force_);  // an nv × 1 column
     qdd += generalized_force_;
+    body_accelerations = false;
   }
   if (rows_ == 0) return;
 
-  evaluateClosures(model, data, {&C_, nullptr, &bias_, &constraint_rows_});
+  // C, Ċ = J v and C̈ = J q̈ + J̇ v at this q̈, from the bodies' accelerations
+  if (!body_accelerations) bodyAccelerations(model, data, qdd);
+  evaluateClosures(model, data,
+                   {.position_error = &C_, .rows = &constraint_rows_, .rate = &rate_,
+                    .acceleration = &acceleration_});
   position_error_ = maxNorm(C_);
   // Rows whose J row is zero here (a planar linkage's out-of-plane rows) are left out: their
   // multiplier is zero, their pivot none.
-  std::vector<int>& active = constraint_rows_.active;
-  int k = 0;
-  for (int r = 0; r < rows_; ++r)
-    if (!J().row(r).isZero(0.0)) active[k++] = r;
-  constraint_rows_.active_count = k;
+  constraint_rows_.findActiveRows(model);
+  const std::vector<int>& active = constraint_rows_.active;
+  const int k = constraint_rows_.active_count;
   // W = J M⁻¹ Jᵀ on them
   if (delassus_)
     delassus_(model, data, constraint_rows_, W_);
   else
     delassusByInverseInertia(model, data);
-  // C̈ + 2α Ċ + β² C = 0 (seed 002 eq. 60) with C̈ = J q̈ + J̇ v, Ċ = J v
+  // C̈ + 2α Ċ + β² C = 0 (seed 002 eq. 60); C̈ is J Δq̈ more than at this q̈
   const double alpha = model.stabilisation.baumgarte_alpha;
   const double beta = model.stabilisation.baumgarte_beta;
   for (int c = 0; c < k; ++c) {
     const int r = active[c];
-    compact_rhs_(c) = -bias_(r) - (2.0 * alpha) * J().row(r).dot(v) - (beta * beta) * C_(r) -
-                      J().row(r).dot(qdd);
+    compact_rhs_(c) = -acceleration_(r) - (2.0 * alpha) * rate_(r) - (beta * beta) * C_(r);
   }
   solver_.compute(W_, k);
   solver_.solve(compact_rhs_, compact_lambda_);

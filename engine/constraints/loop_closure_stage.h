@@ -23,8 +23,11 @@ class LoopClosureStage final : public ConstraintStage {
   /// The same with the operators given; without `delassus`, J M⁻¹ Jᵀ comes from
   /// `inverse_inertia` on the columns of Jᵀ (the general route every formulation has), and
   /// M⁻¹ Jᵀ λ from those columns; with `delassus` but no `response`, from `inverse_inertia`.
+  /// `leaves_body_accelerations`: the forward dynamics leaves the bodies' accelerations of its q̈
+  /// in Data's A_W (else the stage computes them, one outward sweep).
   LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
-                   DelassusFunction delassus = nullptr, DelassusResponseFunction response = nullptr);
+                   DelassusFunction delassus = nullptr, DelassusResponseFunction response = nullptr,
+                   bool leaves_body_accelerations = false);
 
   int capacity() const override { return rows_; }
   void accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -57,9 +60,10 @@ class LoopClosureStage final : public ConstraintStage {
   InverseInertiaFunction inverse_inertia_;
   DelassusFunction delassus_;
   DelassusResponseFunction delassus_response_;
+  bool leaves_body_accelerations_;
   int rows_;
   ConstraintRows constraint_rows_;  // J and the rows' spatial form
-  Eigen::VectorXd C_, bias_, rhs_, lambda_, row_values_;
+  Eigen::VectorXd C_, rate_, acceleration_, rhs_, lambda_, row_values_;
   Eigen::MatrixXd W_;        // the Delassus matrix J M⁻¹ Jᵀ of the active rows (or J Jᵀ)
   Eigen::MatrixXd compact_;  // nv × m: the active columns of Jᵀ, packed (general route)
   Eigen::VectorXd compact_rhs_, compact_lambda_;

@@ -47,6 +47,7 @@ constexpr std::array kFormulations = {
         abaInverseInertia,
         abaDelassus,
         abaDelassusResponse,
+        /*leaves_body_accelerations=*/true,
     },
     FormulationInfo{
         Formulation::kCrba,

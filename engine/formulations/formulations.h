@@ -74,6 +74,9 @@ struct FormulationInfo {
   DelassusFunction delassus;
   /// M⁻¹ Jᵀ λ after delassus; set where delassus is.
   DelassusResponseFunction delassus_response;
+  /// forward_dynamics also leaves the bodies' accelerations of its q̈ in Data's A_W (A_W[0]
+  /// the base's), which the constraint stage reads (else it computes them).
+  bool leaves_body_accelerations = false;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).
