@@ -1,7 +1,6 @@
 #include "engine/algorithms/aba_delassus.h"
 
-#include <bit>
-#include <cstdint>
+#include <algorithm>
 
 #include "engine/algorithms/floating_root.h"
 #include "engine/algorithms/joint_kinematics.h"
@@ -10,142 +9,140 @@ namespace hilsim {
 
 using detail::isFloatingRoot;
 
-// Column c of minv_z[i] is Z, the articulated force on body i of the forces of active row c
-// alone, on the inward sweep, then (its first n_i entries) the joint rates χ̇ it causes; column
-// c of minv_a[i] holds ν = D⁻¹ ε on the inward sweep, then the acceleration α. A row's forces
-// reach only the bodies between its two bodies and the root, and its accelerations only the
-// bodies below those: minv_columns[i] marks the columns that are not zero at body i, and only
-// those are computed, kept and read (on a delta robot each arm carries 2 of the 6 columns).
+// The k columns (one per active row) go through the sweeps four at a time, transposed: a block
+// of four columns at body i is a 4 × 6 matrix whose row j is column 4b + j, so that every step
+// of the recursion is a few 4-wide multiply–adds over the block's rows (the columns side by
+// side) instead of a 6-vector operation per column. Block b of body i is held in the storage of
+// minv_z[i] (Z, then in its first n_i columns the joint rates χ̇) and minv_a[i] (ν = D⁻¹ ε, then
+// the acceleration α), 24 doubles per block. Every support body holds every block: a column is
+// zero at the bodies its row's forces do not reach (its Z, hence its ε and ν) and at those its
+// accelerations do not reach, and the zeros cost less than the bookkeeping that would skip them.
 namespace {
 
-// Which of k columns are not zero at a body: a bit mask for k ≤ 64; beyond, all of them.
-struct ColumnSet {
-  int k;
-  bool masked() const { return k <= 64; }
-  std::uint64_t all() const { return k >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << k) - 1; }
-  std::uint64_t bit(int c) const { return masked() ? std::uint64_t{1} << c : all(); }
-  // visits the columns of `mask`, lowest first
-  template <typename Visit>
-  void forEach(std::uint64_t mask, Visit&& visit) const {
-    if (!masked()) {
-      for (int c = 0; c < k; ++c) visit(c);
-      return;
-    }
-    for (; mask != 0; mask &= mask - 1) visit(std::countr_zero(mask));
+constexpr int kBlock = 4;
+using ColumnBlock = Eigen::Matrix<double, kBlock, 6>;
+
+Eigen::Map<ColumnBlock> block(Matrix6N& storage, int b) {
+  return Eigen::Map<ColumnBlock>(storage.data() + b * ColumnBlock::SizeAtCompileTime);
+}
+
+int blockCount(int k) { return (k + kBlock - 1) / kBlock; }
+
+// X ← X P⁻ᵀ = (P⁻¹ Xᵀ)ᵀ for the four columns of a block (rows of X), P = L Lᵀ: forward and back
+// substitution on the block's component columns, four columns at once
+void solveFloatingRoot(const Matrix6& L, ColumnBlock& X) {
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < i; ++j) X.col(i) -= L(i, j) * X.col(j);
+    X.col(i) /= L(i, i);
   }
-};
+  for (int i = 5; i >= 0; --i) {
+    for (int j = 5; j > i; --j) X.col(i) -= L(j, i) * X.col(j);
+    X.col(i) /= L(i, i);
+  }
+}
 
 }  // namespace
 
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W) {
   const int k = rows.active_count;
-  assert(k <= data.minvColumns());
+  const int blocks = blockCount(k);
+  assert(blocks * kBlock <= data.minvColumns());
   assert(!model.has_flexible_bodies && model.nalgebraic == 0);
-  const ColumnSet set{k};
-  std::vector<std::uint64_t>& columns = data.minv_columns;
-  for (const int i : rows.support) {
-    data.minv_z[i].leftCols(k).setZero();
-    columns[i] = set.masked() ? 0 : set.all();
-  }
+  for (const int i : rows.support)
+    for (int b = 0; b < blocks; ++b) block(data.minv_z[i], b).setZero();
   // a row's forces F enter as external forces: Z = −F (RBDA Table 7.1, p = … − f^x)
   for (int c = 0; c < k; ++c) {
     const int r = rows.active[c];
-    const std::uint64_t bit = set.bit(c);
-    if (const int b = rows.body_b[r]; b > 0) {
-      data.minv_z[b].col(c) -= rows.force_b.col(r);
-      columns[b] |= bit;
-    }
-    if (const int a = rows.body_a[r]; a > 0) {
-      data.minv_z[a].col(c) -= rows.force_a.col(r);
-      columns[a] |= bit;
-    }
+    if (const int b = rows.body_b[r]; b > 0)
+      block(data.minv_z[b], c / kBlock).row(c % kBlock) -= rows.force_b.col(r).transpose();
+    if (const int a = rows.body_a[r]; a > 0)
+      block(data.minv_z[a], c / kBlock).row(c % kBlock) -= rows.force_a.col(r).transpose();
   }
 
-  // inward (7.2) with τ = 0: ε = −ℋ Z, ν = D⁻¹ ε, Z(parent) += Z + G ε
+  // inward (7.2) with τ = 0: ε = −ℋ Z, ν = D⁻¹ ε, Z(parent) += Z + G ε (each transposed)
   for (auto it = rows.support.rbegin(); it != rows.support.rend(); ++it) {
     const int i = *it;
     const int parent = model.parent[i];
-    if (parent > 0) columns[parent] |= columns[i];
-    if (isFloatingRoot(model, i)) continue;  // its parent is the world
+    if (detail::isFloatingRoot(model, i)) continue;  // its parent is the world
     const int iv = model.idx_v[i];
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
-      using VectorNV = Eigen::Matrix<double, NV, 1>;
       const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(iv);
       const Eigen::Matrix<double, 6, NV> G = data.G_W.middleCols<NV>(iv);
       const Eigen::Matrix<double, NV, NV> D_inv = data.D_inv[i].topLeftCorner<NV, NV>();
-      set.forEach(columns[i], [&](int c) {
-        const Vector6 Z = data.minv_z[i].col(c);
-        const VectorNV epsilon = -(S.transpose() * Z);
-        data.minv_a[i].col(c).head<NV>().noalias() = D_inv * epsilon;
+      for (int b = 0; b < blocks; ++b) {
+        const ColumnBlock Z = block(data.minv_z[i], b);
+        Eigen::Matrix<double, kBlock, NV> epsilon;
+        epsilon.noalias() = -(Z * S);
+        block(data.minv_a[i], b).leftCols<NV>().noalias() = epsilon * D_inv;  // D⁻¹ symmetric
         if (parent > 0) {
-          auto Z_parent = data.minv_z[parent].col(c);
+          auto Z_parent = block(data.minv_z[parent], b);
           Z_parent += Z;
-          Z_parent.noalias() += G * epsilon;
+          Z_parent.noalias() += epsilon * G.transpose();
         }
-      });
+      }
     });
   }
 
-  // outward (7.3): χ̇ = ν − G* α⁺, α = α⁺ + ℋ* χ̇; at a floating root α = −P⁻¹ Z. A column
-  // is not zero at body i where it reached i inward (ν) or is not zero at the parent (α⁺).
+  // outward (7.3): χ̇ = ν − G* α⁺, α = α⁺ + ℋ* χ̇; at a floating root α = −P⁻¹ Z
   for (const int i : rows.support) {
     const int parent = model.parent[i];
-    if (isFloatingRoot(model, i)) {
-      auto alpha = data.minv_a[i].leftCols(k);
-      alpha = -data.minv_z[i].leftCols(k);
-      detail::solveWithCholeskyFactor(data.D_inv[i], alpha);  // P = L Lᵀ, from aba()
+    if (detail::isFloatingRoot(model, i)) {
+      for (int b = 0; b < blocks; ++b) {
+        ColumnBlock alpha = -block(data.minv_z[i], b);
+        solveFloatingRoot(data.D_inv[i], alpha);  // P = L Lᵀ, from aba()
+        block(data.minv_a[i], b) = alpha;
+      }
       continue;
     }
-    const std::uint64_t reached = columns[i];
-    const std::uint64_t from_parent = parent > 0 ? columns[parent] : 0;
-    columns[i] = reached | from_parent;
     const int iv = model.idx_v[i];
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
-      using VectorNV = Eigen::Matrix<double, NV, 1>;
       const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(iv);
       const Eigen::Matrix<double, 6, NV> G = data.G_W.middleCols<NV>(iv);
-      set.forEach(columns[i], [&](int c) {
-        const std::uint64_t bit = set.bit(c);
-        VectorNV chi_dot = VectorNV::Zero();
-        if (reached & bit) chi_dot = data.minv_a[i].col(c).head<NV>();  // ν
-        auto alpha = data.minv_a[i].col(c);
-        if (from_parent & bit) {
-          const Vector6 alpha_plus = data.minv_a[parent].col(c);
-          chi_dot.noalias() -= G.transpose() * alpha_plus;
+      for (int b = 0; b < blocks; ++b) {
+        auto alpha = block(data.minv_a[i], b);
+        Eigen::Matrix<double, kBlock, NV> chi_dot = alpha.leftCols<NV>();  // ν
+        if (parent > 0) {
+          const ColumnBlock alpha_plus = block(data.minv_a[parent], b);
+          chi_dot.noalias() -= alpha_plus * G;
           alpha = alpha_plus;
-          alpha.noalias() += S * chi_dot;
+          alpha.noalias() += chi_dot * S.transpose();
         } else {
-          alpha.noalias() = S * chi_dot;
+          alpha.noalias() = chi_dot * S.transpose();
         }
-        data.minv_z[i].col(c).head<NV>() = chi_dot;  // Z is spent: kept for the response
-      });
+        block(data.minv_z[i], b).leftCols<NV>() = chi_dot;  // Z is spent: kept for the response
+      }
     });
   }
 
-  // W(r, c) = F_b,rᵀ α_b(c) + F_a,rᵀ α_a(c), lower triangle
+  // W(r, c) = F_b,rᵀ α_b(c) + F_a,rᵀ α_a(c), lower triangle, four columns at a time
   for (int r = 0; r < k; ++r) {
     const int row = rows.active[r];
     const int a = rows.body_a[row], b = rows.body_b[row];
     const Vector6 F_a = rows.force_a.col(row), F_b = rows.force_b.col(row);
-    const std::uint64_t at_b = b > 0 ? columns[b] : 0, at_a = a > 0 ? columns[a] : 0;
-    for (int c = 0; c <= r; ++c) {
-      const std::uint64_t bit = set.bit(c);
-      double w = 0.0;
-      if (at_b & bit) w += F_b.dot(data.minv_a[b].col(c));
-      if (at_a & bit) w += F_a.dot(data.minv_a[a].col(c));
-      W(r, c) = w;
+    for (int first = 0; first <= r; first += kBlock) {
+      Eigen::Matrix<double, kBlock, 1> w = Eigen::Matrix<double, kBlock, 1>::Zero();
+      if (b > 0) w.noalias() += block(data.minv_a[b], first / kBlock) * F_b;
+      if (a > 0) w.noalias() += block(data.minv_a[a], first / kBlock) * F_a;
+      for (int c = first; c < std::min(first + kBlock, r + 1); ++c) W(r, c) = w(c - first);
     }
   }
 }
 
-// Support bodies: α and χ̇ are the columns' combinations (the columns not zero there). The other
-// bodies are reached by no force: ν = 0, so χ̇ = −G* α⁺ and α = α⁺ + ℋ* χ̇ from the parent's α
-// (outward (7.3) again); minv_a[i].col(0) holds each body's α once its columns are combined.
+// Support bodies: α and χ̇ are the columns' combinations. The other bodies are reached by no
+// force: ν = 0, so χ̇ = −G* α⁺ and α = α⁺ + ℋ* χ̇ from the parent's α (outward (7.3) again);
+// minv_a[i].col(0) holds each body's α once its columns are combined (the blocks of a support
+// body are spent then: its children read only the combination).
 void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
                          const Eigen::VectorXd& lambda, Eigen::VectorXd& x) {
-  const ColumnSet set{rows.active_count};
+  const int k = rows.active_count;
+  const int blocks = blockCount(k);
+  // λ in blocks of four (the last padded with zeros), in minv_scratch's storage
+  Eigen::Map<Eigen::VectorXd> lambda_padded(data.minv_scratch.data(), blocks * kBlock);
+  lambda_padded.head(k) = lambda.head(k);
+  lambda_padded.tail(blocks * kBlock - k).setZero();
+  const auto lambdaBlock = [&](int b) { return lambda_padded.segment<kBlock>(b * kBlock); };
   data.minv_a[0].col(0).setZero();
   std::size_t next_support = 0;
   for (int i = 1; i < model.nbodies; ++i) {
@@ -155,17 +152,19 @@ void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& r
     if (on_support) {
       ++next_support;
       Vector6 alpha = Vector6::Zero();
-      set.forEach(data.minv_columns[i],
-                  [&](int c) { alpha += lambda(c) * data.minv_a[i].col(c); });
-      if (isFloatingRoot(model, i)) {
+      if (detail::isFloatingRoot(model, i)) {
+        for (int b = 0; b < blocks; ++b)
+          alpha.noalias() += block(data.minv_a[i], b).transpose() * lambdaBlock(b);
         detail::floatingRootRates(data, i, alpha, x.segment<6>(iv));
       } else {
         detail::withJointSize(model.nv_joint[i], [&](auto n) {
           constexpr int NV = decltype(n)::value;
           Eigen::Matrix<double, NV, 1> chi_dot = Eigen::Matrix<double, NV, 1>::Zero();
-          set.forEach(data.minv_columns[i], [&](int c) {
-            chi_dot += lambda(c) * data.minv_z[i].col(c).head<NV>();
-          });
+          for (int b = 0; b < blocks; ++b) {
+            const auto l = lambdaBlock(b);
+            alpha.noalias() += block(data.minv_a[i], b).transpose() * l;
+            chi_dot.noalias() += block(data.minv_z[i], b).leftCols<NV>().transpose() * l;
+          }
           x.segment<NV>(iv) = chi_dot;
         });
       }

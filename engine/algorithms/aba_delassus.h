@@ -13,9 +13,8 @@ namespace hilsim {
 
 /// W ← J M⁻¹ Jᵀ on the active rows of `rows` (k = rows.active_count; W's top-left k × k block,
 /// lower triangle) at the q of the last aba() on `data`. O(s k + k²) for s bodies on the rows'
-/// paths, less where a column is zero (a row's forces reach only its bodies' paths to the root,
-/// its accelerations only the bodies below them); Data's minv_z and minv_a hold the k columns'
-/// forces and accelerations where minv_columns marks them. Rigid models of full joint rank (as
+/// paths, the k columns four at a time; Data's minv_z and minv_a hold the columns' forces, joint
+/// rates and accelerations (aba_delassus.cc). Rigid models of full joint rank (as
 /// abaInverseInertia); allocation-free.
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
 

@@ -4,6 +4,14 @@
 
 namespace hilsim {
 
+namespace {
+
+// Columns of the M⁻¹ workspaces: the constraint rows (at least one, for M⁻¹ Q), rounded up to
+// whole blocks of four (abaDelassus works on four columns at a time)
+int minvCapacity(const Model& model) { return (std::max(1, model.nconstraints) + 3) / 4 * 4; }
+
+}  // namespace
+
 Data::Data(const Model& model, DataWorkspace reserved)
     : workspace(reserved),
       X_WB(model.nbodies),
@@ -30,12 +38,9 @@ Data::Data(const Model& model, DataWorkspace reserved)
       M_factor(holds(reserved, DataWorkspace::kJointSpaceInertia)
                    ? Eigen::MatrixXd::Zero(model.nv, model.nv)
                    : Eigen::MatrixXd()),
-      minv_z(model.hasClosures() ? model.nbodies : 0,
-             Matrix6N::Zero(6, std::max(1, model.nconstraints))),
-      minv_a(model.hasClosures() ? model.nbodies : 0,
-             Matrix6N::Zero(6, std::max(1, model.nconstraints))),
-      minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? std::max(1, model.nconstraints) : 0)),
-      minv_columns(model.hasClosures() ? model.nbodies : 0, 0),
+      minv_z(model.hasClosures() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
+      minv_a(model.hasClosures() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
+      minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? minvCapacity(model) : 0)),
       ldl_rows(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
                    ? Eigen::MatrixXd::Zero(model.nv, model.nconstraints + 1)
                    : Eigen::MatrixXd()),

@@ -75,15 +75,12 @@ struct Data {
   Eigen::MatrixXd M_factor;         ///< nv × nv: LᵀDL factor of M on the tree sparsity pattern
                                     ///< (the same condition)
 
-  // --- M⁻¹ X by the articulated-body recursion (abaInverseInertia), for X of up to
-  // minvColumns() columns; sized for a model with loops or force elements (Model::hasClosures:
-  // max(1, nconstraints) columns), else empty ---
+  // --- M⁻¹ X by the articulated-body recursion (abaInverseInertia, abaDelassus), for X of up
+  // to minvColumns() columns; sized for a model with loops or force elements (Model::hasClosures:
+  // max(1, nconstraints) columns rounded up to a multiple of 4), else empty ---
   std::vector<Matrix6N> minv_z;  ///< [nbodies] 6 × k: articulated force of X alone
   std::vector<Matrix6N> minv_a;  ///< [nbodies] 6 × k: the acceleration it causes
   Matrix6N minv_scratch;         ///< 6 × k
-  /// [nbodies] abaDelassus: bit c set where column c is not zero at body i (its forces pass on
-  /// the way in; its accelerations on the way out), for k ≤ 64 columns (more: every bit set)
-  std::vector<std::uint64_t> minv_columns;
   int minvColumns() const { return static_cast<int>(minv_scratch.cols()); }
   /// nv × (m + 1), with DataWorkspace::kJointSpaceInertia on a model with loops (else empty):
   /// treeLdlDelassus's half-solves D^-½ L⁻ᵀ Jᵀ, and D^-½ in the last column
