@@ -181,12 +181,14 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
                            : out.bias       ? FrameTerms::kBias
                            : out.rate       ? FrameTerms::kVelocity
                                             : FrameTerms::kPose;
+  // the Jacobian of ConstraintRows, where it is wanted
+  RowMajorMatrix* const J = out.rows && out.rows_jacobian ? &out.rows->jacobian : nullptr;
   int row = 0;
   for (std::size_t l = 0; l < model.loops.size(); ++l) {
     const LoopClosure& c = model.loops[l];
     const int first_row = row;
     ClosurePath path{nullptr, nullptr};
-    if (out.rows) {
+    if (J) {
       const auto* dofs = out.rows->path_dofs.data();
       path = {dofs + out.rows->path_begin[l], dofs + out.rows->path_begin[l + 1]};
     }
@@ -219,15 +221,15 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     switch (c.type) {
       case ClosureType::kBall:
         for (int k = 0; k < 3; ++k) point_rows(Vector3::Unit(k), d(k));
-        if (out.rows) pointRows(data, path, A.p, B.p, out.rows->jacobian, first_row);
+        if (J) pointRows(data, path, A.p, B.p, *J, first_row);
         break;
       case ClosureType::kWeld: {
         for (int k = 0; k < 3; ++k) point_rows(Vector3::Unit(k), d(k));
         const Vector3 e = rotationError(A.R, B.R);
         for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
-        if (out.rows) {
-          pointRows(data, path, A.p, B.p, out.rows->jacobian, first_row);
-          angularRows<3>(data, path, Matrix3::Identity(), out.rows->jacobian, first_row + 3);
+        if (J) {
+          pointRows(data, path, A.p, B.p, *J, first_row);
+          angularRows<3>(data, path, Matrix3::Identity(), *J, first_row + 3);
         }
         break;
       }
@@ -240,9 +242,9 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         Eigen::Matrix<double, 3, 2> normals;
         normals.col(0).noalias() = A.R * c.normal_1;
         normals.col(1).noalias() = A.R * c.normal_2;
-        if (out.rows) {
-          pointRows(data, path, A.p, B.p, out.rows->jacobian, first_row);
-          angularRows<2>(data, path, normals, out.rows->jacobian, first_row + 3);
+        if (J) {
+          pointRows(data, path, A.p, B.p, *J, first_row);
+          angularRows<2>(data, path, normals, *J, first_row + 3);
         }
         for (int k = 0; k < 2; ++k) {
           const Vector3 n = normals.col(k);
@@ -259,8 +261,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
       case ClosureType::kPrismatic: {
         const Vector3 e = rotationError(A.R, B.R);
         for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
-        if (out.rows)
-          angularRows<3>(data, path, Matrix3::Identity(), out.rows->jacobian, first_row);
+        if (J) angularRows<3>(data, path, Matrix3::Identity(), *J, first_row);
         // C = n · d with n = R_A n_A fixed in A: Ċ = n · ḋ + ω_a · (n × d),
         // C̈ = n · d̈ + α_a · (n × d) + (ω_a × (ω_a × n)) · d + 2 (ω_a × n) · ḋ
         for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
@@ -271,7 +272,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
             g_a.head<3>() += n.cross(d);
             const Vector6 g_b = pointRow(B.p, n);
             writeRow(model, data, out, c.body_a, g_a, c.body_b, g_b, row);
-            if (out.rows) pathRow(data, path, g_a, g_b, out.rows->jacobian, row);
+            if (J) pathRow(data, path, g_a, g_b, *J, row);
           }
           if (out.rate) (*out.rate)(row) = n.dot(d_rate) + A.omega.dot(n.cross(d));
           if (second) {
@@ -295,7 +296,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         if (out.jacobian || out.rows) {
           const Vector6 g_a = pointRow(A.p, -u), g_b = pointRow(B.p, u);
           writeRow(model, data, out, c.body_a, g_a, c.body_b, g_b, row);
-          if (out.rows) pathRow(data, path, g_a, g_b, out.rows->jacobian, row);
+          if (J) pathRow(data, path, g_a, g_b, *J, row);
         }
         const double along = u.dot(d_rate);
         if (out.rate) (*out.rate)(row) = along;

@@ -26,6 +26,8 @@ struct ClosureOutputs {
   /// m: C̈ = J q̈ + J̇ v at the bodies' accelerations in Data's A_W (those of the q̈ that made
   /// them; A_W[0] the base's, gravity's −g) [m/s², rad/s²]. Not with `bias`.
   Eigen::VectorXd* acceleration = nullptr;
+  /// With `rows`: false writes only the rows' spatial form, not their Jacobian.
+  bool rows_jacobian = true;
 };
 
 /// Evaluates the rows of every closure of `model` (m = model.nconstraints rows, in the order of

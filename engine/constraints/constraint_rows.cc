@@ -49,20 +49,4 @@ ConstraintRows::ConstraintRows(const Model& model)
   }
 }
 
-void ConstraintRows::findActiveRows(const Model& model) {
-  int row = 0, count = 0;
-  for (std::size_t l = 0; l < model.loops.size(); ++l) {
-    const int end = row + closureRows(model.loops[l].type);
-    for (; row < end; ++row) {
-      for (int e = path_begin[l]; e < path_begin[l + 1]; ++e) {
-        if (jacobian(row, path_dofs[e].dof) != 0.0) {
-          active[count++] = row;
-          break;
-        }
-      }
-    }
-  }
-  active_count = count;
-}
-
 }  // namespace hilsim

@@ -41,14 +41,11 @@ struct ConstraintRows {
   /// others stay zero). Fixed per model.
   std::vector<PathDof> path_dofs;
   std::vector<int> path_begin;
-  /// The rows whose Jacobian row is not zero (a planar linkage's out-of-plane rows are), ascending,
-  /// in the first `active_count` entries; set by whoever solves with the rows (findActiveRows).
+  /// The rows solved for, ascending, in the first `active_count` entries: those whose Jacobian row
+  /// is not identically zero (a planar linkage's out-of-plane rows are); set by whoever solves
+  /// with the rows.
   std::vector<int> active;
   int active_count = 0;
-
-  /// Sets `active` from the Jacobian's entries on each closure's path (the only ones written).
-  /// `model`: the one the rows were built from.
-  void findActiveRows(const Model& model);
 };
 
 }  // namespace hilsim

@@ -1,6 +1,7 @@
 #include "engine/constraints/loop_closure_stage.h"
 
 #include <cmath>
+#include <random>
 
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/constraints/closure_kinematics.h"
@@ -21,15 +22,17 @@ constexpr int kAssemblyIterations = 100;
 
 LoopClosureStage::LoopClosureStage(const Model& model, const FormulationInfo& formulation)
     : LoopClosureStage(model, formulation.inverse_inertia, formulation.delassus,
-                       formulation.delassus_response, formulation.leaves_body_accelerations) {}
+                       formulation.delassus_response, formulation.leaves_body_accelerations,
+                       formulation.delassus_reads_jacobian) {}
 
 LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
                                    DelassusFunction delassus, DelassusResponseFunction response,
-                                   bool leaves_body_accelerations)
+                                   bool leaves_body_accelerations, bool delassus_reads_jacobian)
     : inverse_inertia_(inverse_inertia),
       delassus_(delassus),
       delassus_response_(delassus ? response : nullptr),
       leaves_body_accelerations_(leaves_body_accelerations),
+      rows_jacobian_(delassus_reads_jacobian || !delassus || !response),
       rows_(model.nconstraints),
       constraint_rows_(model),
       C_(Eigen::VectorXd::Zero(rows_)),
@@ -45,7 +48,36 @@ LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction in
       generalized_force_(Eigen::VectorXd::Zero(model.nv)),
       q_trial_(Eigen::VectorXd::Zero(model.nq)),
       step_(Eigen::VectorXd::Zero(model.nv)),
-      solver_(rows_) {}
+      solver_(rows_) {
+  findStructuralRows(model);
+}
+
+void LoopClosureStage::findStructuralRows(const Model& model) {
+  // A row is identically zero by the model's geometry: the exact zeros of its axes (a planar
+  // linkage's out-of-plane rows), the same at every configuration. Such a row is zero at three
+  // random configurations; another is not, but at a measure-zero set of them (and then not to
+  // the last bit). It is left out for good: its multiplier is zero, its pivot none. A row that
+  // is zero only at some states (a singular position) stays, and the pivoted factorisation's
+  // rank test meets it there.
+  std::vector<int>& active = constraint_rows_.active;
+  constraint_rows_.active_count = 0;
+  if (rows_ == 0) return;
+  std::vector<char> nonzero(rows_, 0);
+  Data data(model);
+  std::mt19937 rng(20261126);
+  std::uniform_real_distribution<double> angle(-3.0, 3.0);
+  Eigen::VectorXd v(model.nv);
+  const Eigen::VectorXd neutral = model.neutralConfiguration();
+  for (int trial = 0; trial < 3; ++trial) {
+    for (int d = 0; d < model.nv; ++d) v(d) = angle(rng);
+    integrateConfiguration(model, neutral, v, 1.0, q_trial_);
+    forwardKinematics(model, data, q_trial_);
+    evaluateClosures(model, data, {.rows = &constraint_rows_});
+    for (int r = 0; r < rows_; ++r) nonzero[r] |= !J().row(r).isZero(0.0);
+  }
+  for (int r = 0; r < rows_; ++r)
+    if (nonzero[r]) active[constraint_rows_.active_count++] = r;
+}
 
 void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen::VectorXd&,
                                      const Eigen::VectorXd&, const Eigen::VectorXd&,
@@ -65,11 +97,9 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   if (!body_accelerations) bodyAccelerations(model, data, qdd);
   evaluateClosures(model, data,
                    {.position_error = &C_, .rows = &constraint_rows_, .rate = &rate_,
-                    .acceleration = &acceleration_});
+                    .acceleration = &acceleration_, .rows_jacobian = rows_jacobian_});
   position_error_ = maxNorm(C_);
-  // Rows whose J row is zero here (a planar linkage's out-of-plane rows) are left out: their
-  // multiplier is zero, their pivot none.
-  constraint_rows_.findActiveRows(model);
+  // on the rows that are not identically zero (findStructuralRows)
   const std::vector<int>& active = constraint_rows_.active;
   const int k = constraint_rows_.active_count;
   // W = J M⁻¹ Jᵀ on them

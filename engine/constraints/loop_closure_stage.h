@@ -24,10 +24,12 @@ class LoopClosureStage final : public ConstraintStage {
   /// `inverse_inertia` on the columns of Jᵀ (the general route every formulation has), and
   /// M⁻¹ Jᵀ λ from those columns; with `delassus` but no `response`, from `inverse_inertia`.
   /// `leaves_body_accelerations`: the forward dynamics leaves the bodies' accelerations of its q̈
-  /// in Data's A_W (else the stage computes them, one outward sweep).
+  /// in Data's A_W (else the stage computes them, one outward sweep); `delassus_reads_jacobian`:
+  /// `delassus` and `response` read the rows' Jacobian, not only their spatial form
+  /// (FormulationInfo).
   LoopClosureStage(const Model& model, InverseInertiaFunction inverse_inertia,
                    DelassusFunction delassus = nullptr, DelassusResponseFunction response = nullptr,
-                   bool leaves_body_accelerations = false);
+                   bool leaves_body_accelerations = false, bool delassus_reads_jacobian = true);
 
   int capacity() const override { return rows_; }
   void accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,
@@ -40,12 +42,17 @@ class LoopClosureStage final : public ConstraintStage {
   /// Closure forces λ of the last accelerations() (m = model.nconstraints), in the directions of
   /// the rows (docs/LOOPS.md): a force [N] or torque [N·m] on body b, its opposite on body a.
   const Eigen::VectorXd& multipliers() const { return lambda_; }
+  /// Rows the dynamics solves for: those whose Jacobian row is not zero at every configuration
+  /// (a planar linkage closed in 3D has out-of-plane rows that are); fixed per model.
+  int structuralRows() const { return constraint_rows_.active_count; }
   /// Numerical rank of J M⁻¹ Jᵀ at the last accelerations(): m when no row is redundant.
   int rank() const { return solver_.rank(); }
   /// ‖C(q)‖∞ at the last accelerations(), project() or assemble() [m, rad].
   double positionError() const { return position_error_; }
 
  private:
+  // The rows whose Jacobian row is not identically zero into constraint_rows_.active
+  void findStructuralRows(const Model& model);
   // C and J at q (forward kinematics first); returns ‖C‖∞
   double positionRows(const Model& model, Data& data, const Eigen::VectorXd& q);
   // v ← v − Jᵀ (J Jᵀ)⁺ J v with the J of the last positionRows()
@@ -61,6 +68,7 @@ class LoopClosureStage final : public ConstraintStage {
   DelassusFunction delassus_;
   DelassusResponseFunction delassus_response_;
   bool leaves_body_accelerations_;
+  bool rows_jacobian_;  // accelerations() writes the rows' Jacobian: an operator reads it
   int rows_;
   ConstraintRows constraint_rows_;  // J and the rows' spatial form
   Eigen::VectorXd C_, rate_, acceleration_, rhs_, lambda_, row_values_;

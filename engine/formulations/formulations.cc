@@ -48,6 +48,7 @@ constexpr std::array kFormulations = {
         abaDelassus,
         abaDelassusResponse,
         /*leaves_body_accelerations=*/true,
+        /*delassus_reads_jacobian=*/false,
     },
     FormulationInfo{
         Formulation::kCrba,

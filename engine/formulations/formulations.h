@@ -77,6 +77,9 @@ struct FormulationInfo {
   /// forward_dynamics also leaves the bodies' accelerations of its q̈ in Data's A_W (A_W[0]
   /// the base's), which the constraint stage reads (else it computes them).
   bool leaves_body_accelerations = false;
+  /// delassus and delassus_response read the rows' Jacobian (ConstraintRows::jacobian), not only
+  /// their spatial form; the constraint stage then writes it.
+  bool delassus_reads_jacobian = true;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).

@@ -475,6 +475,32 @@ TEST(FourBar, FollowsItsClosedFormKinematicsAndStaysClosedFor1e5Steps) {
   }
 }
 
+TEST(LoopStage, SolvesOnlyForTheRowsThatAreNotZeroAtEveryConfiguration) {
+  // The bundled four-bar is planar about z, closed by a revolute (5 rows): its out-of-plane point
+  // row and both tilt rows are zero at every configuration, and the stage leaves them out. On
+  // random spatial mechanisms the rows it keeps are those whose Jacobian row is not zero at a
+  // random state.
+  const Model four_bar = loadModel("four_bar");
+  for (Formulation f : test::formulationsFor(four_bar)) {
+    LoopClosureStage stage(four_bar, formulationInfo(f));
+    EXPECT_EQ(stage.structuralRows(), 2) << formulationName(f);
+  }
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 20; ++trial) {
+    LoopCase c = randomLoopCase(rng, 3 + trial, 1 + trial % 4);
+    Data data(c.model);
+    Eigen::MatrixXd J(c.model.nconstraints, c.model.nv);
+    forwardKinematics(c.model, data, c.q);
+    evaluateClosures(c.model, data, {.jacobian = &J});
+    int nonzero = 0;
+    for (int r = 0; r < J.rows(); ++r) nonzero += !J.row(r).isZero(0.0);
+    for (Formulation f : test::formulationsFor(c.model)) {
+      LoopClosureStage stage(c.model, formulationInfo(f));
+      EXPECT_EQ(stage.structuralRows(), nonzero) << formulationName(f) << ", trial " << trial;
+    }
+  }
+}
+
 TEST(SliderCrank, FollowsItsClosedFormKinematics) {
   // crank r = 0.1 m about z at the origin, rod l = 0.3 m, slider on x; the rod's end pinned to the
   // slider by a ball (3 rows, 1 redundant in the plane). x = r cos θ + sqrt(l² − r² sin² θ).
