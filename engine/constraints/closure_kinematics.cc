@@ -25,7 +25,7 @@ struct FrameMotion {
 enum class FrameTerms { kPose, kVelocity, kBias, kAcceleration };
 
 // The frame's rotation only `with_rotation` (weld, revolute, prismatic rows read it).
-FrameMotion frameMotion(const Model& model, const Data& data, int body, const Transform& X_BF,
+[[gnu::always_inline]] inline FrameMotion frameMotion(const Model& model, const Data& data, int body, const Transform& X_BF,
                         bool with_rotation, FrameTerms terms) {
   FrameMotion f;
   f.omega.setZero();
@@ -83,7 +83,7 @@ void jacobianRow(const Model& model, const Data& data, int body_a, const Vector6
 
 // Writes row `row` into the outputs that want it row by row: the caller's Jacobian, and the
 // spatial form of ConstraintRows.
-void writeRow(const Model& model, const Data& data, const ClosureOutputs& out, int body_a,
+[[gnu::always_inline]] inline void writeRow(const Model& model, const Data& data, const ClosureOutputs& out, int body_a,
               const Vector6& g_a, int body_b, const Vector6& g_b, int row) {
   if (out.jacobian) jacobianRow(model, data, body_a, g_a, body_b, g_b, *out.jacobian, row);
   if (out.rows) {
