@@ -63,7 +63,7 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
   for (auto it = rows.support.rbegin(); it != rows.support.rend(); ++it) {
     const int i = *it;
     const int parent = model.parent[i];
-    if (detail::isFloatingRoot(model, i)) continue;  // its parent is the world
+    if (isFloatingRoot(model, i)) continue;  // its parent is the world
     const int iv = model.idx_v[i];
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
@@ -87,7 +87,7 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
   // outward (7.3): χ̇ = ν − G* α⁺, α = α⁺ + ℋ* χ̇; at a floating root α = −P⁻¹ Z
   for (const int i : rows.support) {
     const int parent = model.parent[i];
-    if (detail::isFloatingRoot(model, i)) {
+    if (isFloatingRoot(model, i)) {
       for (int b = 0; b < blocks; ++b) {
         ColumnBlock alpha = -block(data.minv_z[i], b);
         solveFloatingRoot(data.D_inv[i], alpha);  // P = L Lᵀ, from aba()
@@ -152,7 +152,7 @@ void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& r
     if (on_support) {
       ++next_support;
       Vector6 alpha = Vector6::Zero();
-      if (detail::isFloatingRoot(model, i)) {
+      if (isFloatingRoot(model, i)) {
         for (int b = 0; b < blocks; ++b)
           alpha.noalias() += block(data.minv_a[i], b).transpose() * lambdaBlock(b);
         detail::floatingRootRates(data, i, alpha, x.segment<6>(iv));

@@ -80,7 +80,7 @@ struct Data {
   // max(1, nconstraints) columns rounded up to a multiple of 4), else empty ---
   std::vector<Matrix6N> minv_z;  ///< [nbodies] 6 × k: articulated force of X alone
   std::vector<Matrix6N> minv_a;  ///< [nbodies] 6 × k: the acceleration it causes
-  Matrix6N minv_scratch;         ///< 6 × k
+  Matrix6N minv_scratch;         ///< 6 × k (abaDelassusResponse: λ padded to whole blocks)
   int minvColumns() const { return static_cast<int>(minv_scratch.cols()); }
   /// nv × (m + 1), with DataWorkspace::kJointSpaceInertia on a model with loops (else empty):
   /// treeLdlDelassus's half-solves D^-½ L⁻ᵀ Jᵀ, and D^-½ in the last column
