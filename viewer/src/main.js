@@ -392,6 +392,7 @@ function trim(data, now) {
 }
 
 const pageStart = performance.now();
+let lastPlotUpdate = 0;
 function updatePlots(frame, periodNs) {
   const t = frame.time;
   if (jointData[0].length > 0 && t < jointData[0][jointData[0].length - 1]) {
@@ -400,7 +401,6 @@ function updatePlots(frame, periodNs) {
   jointData[0].push(t);
   [...plotted].forEach((j, k) => jointData[k + 1].push(frame.q[rows[j].entry.qs[0]]));
   trim(jointData, t);
-  jointPlot.setData(jointData);
 
   const wall = (performance.now() - pageStart) / 1000;
   const timing = frame.timing || {};
@@ -419,6 +419,13 @@ function updatePlots(frame, periodNs) {
   timingData[3].push(Math.max(Number(compute.max_ns || 0) / 1000, 0.1));
   timingData[4].push(rate);
   trim(timingData, wall);
+  // Every frame adds its point; the plots are redrawn ten times a second. A redraw per frame
+  // (30 a second, two canvases) is more than a slow machine's page keeps up with: frames would
+  // queue in the socket and what the page shows (its state too) fall seconds behind.
+  const now = performance.now();
+  if (now - lastPlotUpdate < 100) return;
+  lastPlotUpdate = now;
+  jointPlot.setData(jointData);
   timingPlot.setData(timingData);
   $('timing').textContent = `cycles ${timing.cycles || 0}, deadline misses ${misses}` +
     `, skipped ${timing.skipped_cycles || 0}; compute p50 ${(Number(compute.p50_ns || 0) / 1000).toFixed(1)} µs` +
