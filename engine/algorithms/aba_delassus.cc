@@ -28,19 +28,6 @@ Eigen::Map<ColumnBlock> block(Matrix6N& storage, int b) {
 
 int blockCount(int k) { return (k + kBlock - 1) / kBlock; }
 
-// X ← X P⁻ᵀ = (P⁻¹ Xᵀ)ᵀ for the four columns of a block (rows of X), P = L Lᵀ: forward and back
-// substitution on the block's component columns, four columns at once
-void solveFloatingRoot(const Matrix6& L, ColumnBlock& X) {
-  for (int i = 0; i < 6; ++i) {
-    for (int j = 0; j < i; ++j) X.col(i) -= L(i, j) * X.col(j);
-    X.col(i) /= L(i, i);
-  }
-  for (int i = 5; i >= 0; --i) {
-    for (int j = 5; j > i; --j) X.col(i) -= L(j, i) * X.col(j);
-    X.col(i) /= L(i, i);
-  }
-}
-
 }  // namespace
 
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W) {
@@ -88,9 +75,12 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
   for (const int i : rows.support) {
     const int parent = model.parent[i];
     if (isFloatingRoot(model, i)) {
+      // α = −P⁻¹ Z with P = L Lᵀ (aba() leaves L in D_inv), the block's rows four columns
+      const Matrix6& L = data.D_inv[i];
+      const Vector6 reciprocal = detail::diagonalReciprocals(L);
       for (int b = 0; b < blocks; ++b) {
         ColumnBlock alpha = -block(data.minv_z[i], b);
-        solveFloatingRoot(data.D_inv[i], alpha);  // P = L Lᵀ, from aba()
+        detail::solveTransposedWithCholeskyFactor(L, reciprocal, alpha);
         block(data.minv_a[i], b) = alpha;
       }
       continue;
@@ -130,10 +120,10 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
   }
 }
 
-// Support bodies: α and χ̇ are the columns' combinations. The other bodies are reached by no
-// force: ν = 0, so χ̇ = −G* α⁺ and α = α⁺ + ℋ* χ̇ from the parent's α (outward (7.3) again);
-// minv_a[i].col(0) holds each body's α once its columns are combined (the blocks of a support
-// body are spent then: its children read only the combination).
+// Support bodies: χ̇ (and α, where a body off the support reads it) are the columns'
+// combinations. The bodies off the support are reached by no force: ν = 0, so χ̇ = −G* α⁺ and
+// α = α⁺ + ℋ* χ̇ from the parent's α (outward (7.3) again); minv_a[i].col(0) holds such a
+// parent's α once its columns are combined (its blocks are spent then).
 void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
                          const Eigen::VectorXd& lambda, Eigen::VectorXd& x) {
   const int k = rows.active_count;
@@ -143,34 +133,33 @@ void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& r
   lambda_padded.head(k) = lambda.head(k);
   lambda_padded.tail(blocks * kBlock - k).setZero();
   const auto lambdaBlock = [&](int b) { return lambda_padded.segment<kBlock>(b * kBlock); };
-  data.minv_a[0].col(0).setZero();
-  std::size_t next_support = 0;
-  for (int i = 1; i < model.nbodies; ++i) {
+  const auto combinedAcceleration = [&](int i) {
+    Vector6 alpha = Vector6::Zero();
+    for (int b = 0; b < blocks; ++b)
+      alpha.noalias() += block(data.minv_a[i], b).transpose() * lambdaBlock(b);
+    return alpha;
+  };
+  for (const int i : rows.support) {
     const int iv = model.idx_v[i];
-    const bool on_support =
-        next_support < rows.support.size() && rows.support[next_support] == i;
-    if (on_support) {
-      ++next_support;
-      Vector6 alpha = Vector6::Zero();
-      if (isFloatingRoot(model, i)) {
-        for (int b = 0; b < blocks; ++b)
-          alpha.noalias() += block(data.minv_a[i], b).transpose() * lambdaBlock(b);
-        detail::floatingRootRates(data, i, alpha, x.segment<6>(iv));
-      } else {
-        detail::withJointSize(model.nv_joint[i], [&](auto n) {
-          constexpr int NV = decltype(n)::value;
-          Eigen::Matrix<double, NV, 1> chi_dot = Eigen::Matrix<double, NV, 1>::Zero();
-          for (int b = 0; b < blocks; ++b) {
-            const auto l = lambdaBlock(b);
-            alpha.noalias() += block(data.minv_a[i], b).transpose() * l;
-            chi_dot.noalias() += block(data.minv_z[i], b).leftCols<NV>().transpose() * l;
-          }
-          x.segment<NV>(iv) = chi_dot;
-        });
-      }
-      data.minv_a[i].col(0) = alpha;
+    if (isFloatingRoot(model, i)) {
+      const Vector6 alpha = combinedAcceleration(i);
+      detail::floatingRootRates(data, i, alpha, x.segment<6>(iv));
+      if (rows.has_child_off_support[i]) data.minv_a[i].col(0) = alpha;
       continue;
     }
+    detail::withJointSize(model.nv_joint[i], [&](auto n) {
+      constexpr int NV = decltype(n)::value;
+      Eigen::Matrix<double, NV, 1> chi_dot = Eigen::Matrix<double, NV, 1>::Zero();
+      for (int b = 0; b < blocks; ++b)
+        chi_dot.noalias() += block(data.minv_z[i], b).leftCols<NV>().transpose() * lambdaBlock(b);
+      x.segment<NV>(iv) = chi_dot;
+    });
+    if (rows.has_child_off_support[i]) data.minv_a[i].col(0) = combinedAcceleration(i);
+  }
+  if (rows.off_support.empty()) return;
+  data.minv_a[0].col(0).setZero();
+  for (const int i : rows.off_support) {
+    const int iv = model.idx_v[i];
     if (isFloatingRoot(model, i)) {  // a free body no row reaches
       x.segment<6>(iv).setZero();
       data.minv_a[i].col(0).setZero();
@@ -179,8 +168,8 @@ void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& r
     const Vector6 alpha_plus = data.minv_a[model.parent[i]].col(0);
     detail::withJointSize(model.nv_joint[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
-      const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(model.idx_v[i]);
-      const Eigen::Matrix<double, 6, NV> G = data.G_W.middleCols<NV>(model.idx_v[i]);
+      const Eigen::Matrix<double, 6, NV> S = data.S_W.middleCols<NV>(iv);
+      const Eigen::Matrix<double, 6, NV> G = data.G_W.middleCols<NV>(iv);
       const Eigen::Matrix<double, NV, 1> chi_dot = -(G.transpose() * alpha_plus);
       x.segment<NV>(iv) = chi_dot;
       auto alpha = data.minv_a[i].col(0);

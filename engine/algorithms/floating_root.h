@@ -17,9 +17,8 @@ namespace solve_detail {
 // Forward and back substitution on B columns at once, held transposed (B × 6: row i of the B
 // columns in one register): each step is one B-wide multiply–add, and the B columns' chains of
 // dependent steps run side by side instead of one after another.
-template <int B, typename Columns>
-void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen::Index first) {
-  Eigen::Matrix<double, B, 6> x = X.template middleCols<B>(first).transpose();
+template <typename Transposed>
+void solveTransposed(const Matrix6& L, const Vector6& reciprocal, Transposed& x) {
   for (int i = 0; i < 6; ++i) {
     for (int j = 0; j < i; ++j) x.col(i) -= L(i, j) * x.col(j);
     x.col(i) *= reciprocal(i);
@@ -28,6 +27,11 @@ void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen
     for (int j = 5; j > i; --j) x.col(i) -= L(j, i) * x.col(j);
     x.col(i) *= reciprocal(i);
   }
+}
+template <int B, typename Columns>
+void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen::Index first) {
+  Eigen::Matrix<double, B, 6> x = X.template middleCols<B>(first).transpose();
+  solveTransposed(L, reciprocal, x);
   X.template middleCols<B>(first) = x.transpose();
 }
 }  // namespace solve_detail
@@ -35,10 +39,22 @@ void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen
 /// X ← (L Lᵀ)⁻¹ X for the columns of X (6 × k) with L the lower triangle of `factor`: forward
 /// and back substitution four columns at a time (fixed-size loops, unrolled), with the
 /// diagonal's reciprocals (no division in the chains).
+/// The reciprocals of the factor's diagonal, for the solves below.
+inline Vector6 diagonalReciprocals(const Matrix6& factor) {
+  return factor.diagonal().cwiseInverse();
+}
+
+/// Xᵀ ← (L Lᵀ)⁻¹ Xᵀ for a block of B columns held transposed (x is B × 6), with the reciprocals
+/// of diagonalReciprocals(factor).
+template <typename Transposed>
+void solveTransposedWithCholeskyFactor(const Matrix6& factor, const Vector6& reciprocal,
+                                       Transposed& x) {
+  solve_detail::solveTransposed(factor, reciprocal, x);
+}
+
 template <typename Columns>
 void solveWithCholeskyFactor(const Matrix6& factor, Columns&& X) {
-  Vector6 reciprocal;
-  for (int i = 0; i < 6; ++i) reciprocal(i) = 1.0 / factor(i, i);
+  const Vector6 reciprocal = diagonalReciprocals(factor);
   const Eigen::Index k = X.cols();
   Eigen::Index c = 0;
   for (; c + 4 <= k; c += 4) solve_detail::solveColumns<4>(factor, reciprocal, X, c);

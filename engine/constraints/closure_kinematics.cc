@@ -183,16 +183,39 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
                                             : FrameTerms::kPose;
   // the Jacobian of ConstraintRows, where it is wanted
   RowMajorMatrix* const J = out.rows && out.rows_jacobian ? &out.rows->jacobian : nullptr;
+  assert(!out.active_only || out.rows);
   int row = 0;
+  int next_active = 0;  // cursor into out.rows->active (ascending)
   for (std::size_t l = 0; l < model.loops.size(); ++l) {
     const LoopClosure& c = model.loops[l];
     const int first_row = row;
+    const int count = closureRows(c.type);
+    // bit j: row first_row + j is evaluated
+    unsigned wanted = (1u << count) - 1;
+    if (out.active_only) {
+      wanted = 0;
+      const std::vector<int>& active = out.rows->active;
+      for (; next_active < out.rows->active_count && active[next_active] < first_row + count;
+           ++next_active)
+        wanted |= 1u << (active[next_active] - first_row);
+      if (wanted == 0) {
+        row += count;
+        continue;
+      }
+    }
+    const auto is_wanted = [&](int r) { return ((wanted >> (r - first_row)) & 1u) != 0; };
     ClosurePath path{nullptr, nullptr};
     if (J) {
       const auto* dofs = out.rows->path_dofs.data();
       path = {dofs + out.rows->path_begin[l], dofs + out.rows->path_begin[l + 1]};
     }
-    const bool with_rotation = c.type != ClosureType::kBall && c.type != ClosureType::kDistance;
+    // the rows that read the frames' rotations: a weld's or revolute's angular rows (3–5,
+    // 3–4), every row of a prismatic closure (its normals turn with A)
+    constexpr unsigned kAngularRows = 0b111000u;
+    const bool with_rotation =
+        c.type == ClosureType::kPrismatic ||
+        ((c.type == ClosureType::kWeld || c.type == ClosureType::kRevolute) &&
+         (wanted & kAngularRows) != 0);
     const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation, terms);
     const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation, terms);
     const Vector3 d = B.p - A.p;                  // separation of the origins
@@ -201,6 +224,10 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
 
     // n · (p_B − p_A) for a direction n fixed in W
     const auto point_rows = [&](const Vector3& n, double error) {
+      if (!is_wanted(row)) {
+        ++row;
+        return;
+      }
       if (out.position_error) (*out.position_error)(row) = error;
       if (out.jacobian || out.rows)
         writeRow(model, data, out, c.body_a, pointRow(A.p, -n), c.body_b, pointRow(B.p, n), row);
@@ -210,6 +237,10 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
     };
     // n · (ω_b − ω_a) for a direction n fixed in W
     const auto angular_rows = [&](const Vector3& n, double error) {
+      if (!is_wanted(row)) {
+        ++row;
+        return;
+      }
       if (out.position_error) (*out.position_error)(row) = error;
       if (out.jacobian || out.rows)
         writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
@@ -225,16 +256,17 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         break;
       case ClosureType::kWeld: {
         for (int k = 0; k < 3; ++k) point_rows(Vector3::Unit(k), d(k));
+        if (J) pointRows(data, path, A.p, B.p, *J, first_row);
+        if (!with_rotation) break;
         const Vector3 e = rotationError(A.R, B.R);
         for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
-        if (J) {
-          pointRows(data, path, A.p, B.p, *J, first_row);
-          angularRows<3>(data, path, Matrix3::Identity(), *J, first_row + 3);
-        }
+        if (J) angularRows<3>(data, path, Matrix3::Identity(), *J, first_row + 3);
         break;
       }
       case ClosureType::kRevolute: {
         for (int k = 0; k < 3; ++k) point_rows(Vector3::Unit(k), d(k));
+        if (J) pointRows(data, path, A.p, B.p, *J, first_row);
+        if (!with_rotation) break;
         // n_k · (u_A × u_B) for the normals n_k of the axis, fixed in A: rate n_k · (ω_b − ω_a)
         // where aligned; its derivative adds ṅ_k · (ω_b − ω_a) with ṅ_k = ω_a × n_k
         const Vector3 u_A = A.R * c.axis, u_B = B.R * c.axis;
@@ -242,12 +274,13 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         Eigen::Matrix<double, 3, 2> normals;
         normals.col(0).noalias() = A.R * c.normal_1;
         normals.col(1).noalias() = A.R * c.normal_2;
-        if (J) {
-          pointRows(data, path, A.p, B.p, *J, first_row);
-          angularRows<2>(data, path, normals, *J, first_row + 3);
-        }
+        if (J) angularRows<2>(data, path, normals, *J, first_row + 3);
         for (int k = 0; k < 2; ++k) {
           const Vector3 n = normals.col(k);
+          if (!is_wanted(row)) {
+            ++row;
+            continue;
+          }
           if (out.position_error) (*out.position_error)(row) = n.dot(misalignment);
           if (out.jacobian || out.rows)
             writeRow(model, data, out, c.body_a, angularRow(-n), c.body_b, angularRow(n), row);
@@ -259,12 +292,20 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         break;
       }
       case ClosureType::kPrismatic: {
-        const Vector3 e = rotationError(A.R, B.R);
-        for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
-        if (J) angularRows<3>(data, path, Matrix3::Identity(), *J, first_row);
+        if ((wanted & 0b111u) != 0) {
+          const Vector3 e = rotationError(A.R, B.R);
+          for (int k = 0; k < 3; ++k) angular_rows(Vector3::Unit(k), e(k));
+          if (J) angularRows<3>(data, path, Matrix3::Identity(), *J, first_row);
+        } else {
+          row += 3;  // the normals' rows follow
+        }
         // C = n · d with n = R_A n_A fixed in A: Ċ = n · ḋ + ω_a · (n × d),
         // C̈ = n · d̈ + α_a · (n × d) + (ω_a × (ω_a × n)) · d + 2 (ω_a × n) · ḋ
         for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
+          if (!is_wanted(row)) {
+            ++row;
+            continue;
+          }
           const Vector3 n = A.R * *normal;
           if (out.position_error) (*out.position_error)(row) = n.dot(d);
           if (out.jacobian || out.rows) {
@@ -308,6 +349,7 @@ void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs
         break;
       }
     }
+    row = first_row + count;  // also past the rows a type's case left out
   }
 }
 

@@ -28,6 +28,10 @@ struct ClosureOutputs {
   Eigen::VectorXd* acceleration = nullptr;
   /// With `rows`: false writes only the rows' spatial form, not their Jacobian.
   bool rows_jacobian = true;
+  /// With `rows`: evaluate only the rows in rows->active (its first active_count entries); the
+  /// other rows' entries in every output are left as they were. A closure none of whose rows is
+  /// active is skipped, and a frame's rotation is computed only where an active row reads it.
+  bool active_only = false;
 };
 
 /// Evaluates the rows of every closure of `model` (m = model.nconstraints rows, in the order of

@@ -26,8 +26,15 @@ ConstraintRows::ConstraintRows(const Model& model)
     mark(loop.body_a);
     mark(loop.body_b);
   }
-  for (int i = 1; i < model.nbodies; ++i)
-    if (on_path[i]) support.push_back(i);
+  has_child_off_support.assign(model.nbodies, 0);
+  for (int i = 1; i < model.nbodies; ++i) {
+    if (on_path[i]) {
+      support.push_back(i);
+    } else {
+      off_support.push_back(i);
+      if (on_path[model.parent[i]]) has_child_off_support[model.parent[i]] = 1;
+    }
+  }
   // dofs are numbered parents first: each closure's list sorted by dof
   std::vector<char> side(model.nv, 0);  // bit 1: moves a, bit 2: moves b
   path_begin.push_back(0);

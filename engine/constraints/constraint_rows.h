@@ -25,7 +25,8 @@ struct ConstraintRows {
     Side side;
   };
 
-  /// Sized for `model`'s closures (m = model.nconstraints); `support` filled from them.
+  /// Sized for `model`'s closures (m = model.nconstraints); `support` and the lists that follow
+  /// it filled from them.
   explicit ConstraintRows(const Model& model);
 
   /// m × nv: J, row-major (the stage and the formulations read it by rows)
@@ -35,6 +36,11 @@ struct ConstraintRows {
   /// The bodies on the paths from the world to the rows' bodies, ascending: the only ones a
   /// row's force reaches on its way to the root (and whose motion a row reads). Fixed per model.
   std::vector<int> support;
+  /// The other bodies, ascending (a parent before its children). Fixed per model.
+  std::vector<int> off_support;
+  /// [nbodies] 1 for a support body with a child off the support (whose motion under the rows'
+  /// forces follows from the body's). Fixed per model.
+  std::vector<char> has_child_off_support;
   /// Per closure (model.loops order), the dofs its rows read, ascending (a parent's before its
   /// children's): those that move its body a or b, in path_dofs[path_begin[l]] …
   /// path_dofs[path_begin[l + 1] − 1]; only these entries of its Jacobian rows are written (the

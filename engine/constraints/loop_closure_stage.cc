@@ -93,11 +93,13 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   }
   if (rows_ == 0) return;
 
-  // C, Ċ = J v and C̈ = J q̈ + J̇ v at this q̈, from the bodies' accelerations
+  // C, Ċ = J v and C̈ = J q̈ + J̇ v at this q̈, from the bodies' accelerations, on the rows
+  // solved for (findStructuralRows; C of the others is constant: zero Jacobian rows)
   if (!body_accelerations) bodyAccelerations(model, data, qdd);
   evaluateClosures(model, data,
                    {.position_error = &C_, .rows = &constraint_rows_, .rate = &rate_,
-                    .acceleration = &acceleration_, .rows_jacobian = rows_jacobian_});
+                    .acceleration = &acceleration_, .rows_jacobian = rows_jacobian_,
+                    .active_only = true});
   position_error_ = maxNorm(C_);
   // on the rows that are not identically zero (findStructuralRows)
   const std::vector<int>& active = constraint_rows_.active;

@@ -138,6 +138,59 @@ TEST(ClosureRows, SpatialFormReadsTheJacobianOnTheBodyVelocities) {
   }
 }
 
+TEST(ClosureRows, ActiveOnlyEvaluatesThoseRowsAsTheFullEvaluationAndLeavesTheOthers) {
+  // With active_only, each output's selected rows equal the full evaluation's (bit for bit: the
+  // same arithmetic), and the other rows keep what they held; random subsets of the rows of
+  // random mechanisms with every closure type (a revolute or weld without its angular rows, a
+  // prismatic without its normals' rows, whole closures left out)
+  std::mt19937 rng(17);
+  constexpr double kUntouched = 12345.0;
+  for (int trial = 0; trial < 40; ++trial) {
+    LoopCase c = randomLoopCase(rng, 5 + trial % 6, 1 + trial % 5);
+    const Model& model = c.model;
+    const int m = model.nconstraints;
+    Data data(model);
+    const Eigen::VectorXd qdd = test::randomVector(model.nv, rng);
+    forwardKinematics(model, data, c.q, c.v);
+    bodyAccelerations(model, data, qdd);
+    ConstraintRows full(model);
+    Eigen::VectorXd C(m), rate(m), acceleration(m);
+    evaluateClosures(model, data,
+                     {.position_error = &C, .rows = &full, .rate = &rate,
+                      .acceleration = &acceleration, .rows_jacobian = false});
+    ConstraintRows some(model);
+    some.active_count = 0;
+    for (int r = 0; r < m; ++r)
+      if (std::bernoulli_distribution(0.4)(rng)) some.active[some.active_count++] = r;
+    some.force_a.setConstant(kUntouched);
+    Eigen::VectorXd C_some = Eigen::VectorXd::Constant(m, kUntouched);
+    Eigen::VectorXd rate_some = C_some, acceleration_some = C_some;
+    evaluateClosures(model, data,
+                     {.position_error = &C_some, .rows = &some, .rate = &rate_some,
+                      .acceleration = &acceleration_some, .rows_jacobian = false,
+                      .active_only = true});
+    std::vector<char> selected(m, 0);
+    for (int a = 0; a < some.active_count; ++a) selected[some.active[a]] = 1;
+    for (int r = 0; r < m; ++r) {
+      if (selected[r]) {
+        EXPECT_EQ(C_some(r), C(r)) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(rate_some(r), rate(r)) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(acceleration_some(r), acceleration(r)) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(some.force_a.col(r), full.force_a.col(r)) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(some.force_b.col(r), full.force_b.col(r)) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(some.body_a[r], full.body_a[r]);
+        EXPECT_EQ(some.body_b[r], full.body_b[r]);
+      } else {
+        EXPECT_EQ(C_some(r), kUntouched) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(rate_some(r), kUntouched) << "trial " << trial << ", row " << r;
+        EXPECT_EQ(acceleration_some(r), kUntouched) << "trial " << trial << ", row " << r;
+        EXPECT_TRUE((some.force_a.col(r).array() == kUntouched).all())
+            << "trial " << trial << ", row " << r;
+      }
+    }
+  }
+}
+
 TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
   // W = J M⁻¹ Jᵀ with M from crba and a dense Cholesky, against each row's delassus operator on
   // every row (and on every other row, to exercise the active subset), after its forward
