@@ -38,6 +38,13 @@ struct ClosureOutputs {
 /// model.loops) into the outputs that are set. Allocation-free.
 void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs& out);
 
+namespace detail {
+/// evaluateClosures with Eigen's fixed-size code for every row: the distance rows are otherwise
+/// written four lanes wide where AVX2 is there (closure_kinematics.cc). The reference of their
+/// test.
+void evaluateClosuresPortable(const Model& model, const Data& data, const ClosureOutputs& out);
+}  // namespace detail
+
 /// Adds the generalised forces of the force elements (model.force_elements) to `forces` (nv)
 /// [N·m, N], at the kinematics in Data (X_WB, S_W, V_W). A spring–damper whose points coincide
 /// has no direction and exerts nothing.

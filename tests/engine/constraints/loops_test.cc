@@ -28,6 +28,7 @@
 namespace hilsim {
 namespace {
 
+using test::kAlgebraTol;
 using test::kFormulationRelTol;
 using test::relativeDifference;
 
@@ -189,6 +190,44 @@ TEST(ClosureRows, ActiveOnlyEvaluatesThoseRowsAsTheFullEvaluationAndLeavesTheOth
       }
     }
   }
+}
+
+TEST(ClosureRows, FourWideDistanceRowsMatchThePortableOnes) {
+  // evaluateClosures (a distance row four lanes wide where AVX2 is there) against its portable
+  // code, on every output it writes that way: C, the rows' spatial form and ConstraintRows'
+  // Jacobian, Ċ, and C̈ as bias and at given accelerations; random mechanisms with every
+  // closure type, to rounding (kAlgebraTol, relative)
+  std::mt19937 rng(29);
+  int distance_closures = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    LoopCase c = randomLoopCase(rng, 4 + trial % 7, 1 + trial % 5);
+    const Model& model = c.model;
+    for (const LoopClosure& loop : model.loops)
+      distance_closures += loop.type == ClosureType::kDistance;
+    const int m = model.nconstraints;
+    Data data(model);
+    forwardKinematics(model, data, c.q, c.v);
+    bodyAccelerations(model, data, test::randomVector(model.nv, rng));
+    for (const bool bias : {false, true}) {
+      ConstraintRows wide(model), portable(model);
+      Eigen::VectorXd C_w(m), C_p(m), rate_w(m), rate_p(m), second_w(m), second_p(m);
+      ClosureOutputs out{.position_error = &C_w, .rows = &wide, .rate = &rate_w};
+      (bias ? out.bias : out.acceleration) = &second_w;
+      evaluateClosures(model, data, out);
+      out = {.position_error = &C_p, .rows = &portable, .rate = &rate_p};
+      (bias ? out.bias : out.acceleration) = &second_p;
+      detail::evaluateClosuresPortable(model, data, out);
+      EXPECT_LT(relativeDifference(C_w, C_p), kAlgebraTol) << "trial " << trial;
+      EXPECT_LT(relativeDifference(rate_w, rate_p), kAlgebraTol) << "trial " << trial;
+      EXPECT_LT(relativeDifference(second_w, second_p), kAlgebraTol) << "trial " << trial;
+      EXPECT_LT(relativeDifference(wide.force_a, portable.force_a), kAlgebraTol);
+      EXPECT_LT(relativeDifference(wide.force_b, portable.force_b), kAlgebraTol);
+      EXPECT_LT(relativeDifference(wide.jacobian, portable.jacobian), kAlgebraTol);
+      EXPECT_EQ(wide.body_a, portable.body_a);
+      EXPECT_EQ(wide.body_b, portable.body_b);
+    }
+  }
+  EXPECT_GT(distance_closures, 5);  // the case the four-wide code is for
 }
 
 TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
