@@ -289,6 +289,47 @@ void distanceRowLanes(const Model& model, const Data& data, const ClosureOutputs
         sum3(mul(u, d_bias)) + (sum3(mul(d_rate, d_rate)) - along * along) * inverse_length;
   }
 }
+
+// The three rows e_k · (p_B − p_A) of a closure's origins four lanes wide: a ball's, and a weld's
+// or revolute's when none of their angular rows is wanted (a planar linkage's); bit k of
+// `wanted`: row first_row + k. For the outputs but a Jacobian, as distanceRowLanes.
+void pointRowsLanes(const Model& model, const Data& data, const ClosureOutputs& out,
+                    FrameTerms terms, const LoopClosure& c, int first_row, unsigned wanted) {
+  assert(!out.jacobian && !(out.rows && out.rows_jacobian));
+  const FrameLanes A = frameLanes(model, data, c.body_a, c.frame_a.translation.data(), terms);
+  const FrameLanes B = frameLanes(model, data, c.body_b, c.frame_b.translation.data(), terms);
+  alignas(32) double p_A[4], p_B[4], d[4], d_rate[4], d_bias[4];
+  _mm256_store_pd(p_A, A.p);
+  _mm256_store_pd(p_B, B.p);
+  _mm256_store_pd(d, _mm256_sub_pd(B.p, A.p));
+  _mm256_store_pd(d_rate, _mm256_sub_pd(B.v_point, A.v_point));
+  _mm256_store_pd(d_bias, _mm256_sub_pd(B.a_point, A.a_point));
+  Eigen::VectorXd* const second = out.bias ? out.bias : out.acceleration;
+  for (int k = 0; k < 3; ++k) {
+    if (((wanted >> k) & 1u) == 0) continue;
+    const int row = first_row + k;
+    if (out.position_error) (*out.position_error)(row) = d[k];
+    if (out.rows) {
+      // g_b = [p_B × e_k; e_k], g_a = −[p_A × e_k; e_k] (pointRow); p × e_k has p_{k+2} in
+      // entry k + 1, −p_{k+1} in entry k + 2 (indices mod 3) and zero in entry k
+      out.rows->body_a[row] = c.body_a;
+      out.rows->body_b[row] = c.body_b;
+      const int k1 = (k + 1) % 3, k2 = (k + 2) % 3;
+      auto g_a = out.rows->force_a.col(row);
+      auto g_b = out.rows->force_b.col(row);
+      g_b.setZero();
+      g_b(k1) = p_B[k2];
+      g_b(k2) = -p_B[k1];
+      g_b(3 + k) = 1.0;
+      g_a.setZero();
+      g_a(k1) = -p_A[k2];
+      g_a(k2) = p_A[k1];
+      g_a(3 + k) = -1.0;
+    }
+    if (out.rate && terms != FrameTerms::kPose) (*out.rate)(row) = d_rate[k];
+    if (second) (*second)(row) = d_bias[k];
+  }
+}
 #endif
 
 }  // namespace
@@ -351,6 +392,13 @@ void evaluate(const Model& model, const Data& data, const ClosureOutputs& out,
         c.type == ClosureType::kPrismatic ||
         ((c.type == ClosureType::kWeld || c.type == ClosureType::kRevolute) &&
          (wanted & kAngularRows) != 0);
+#ifdef HILSIM_HAVE_LANES
+    if (four_wide && !J && !out.jacobian && !with_rotation && c.type != ClosureType::kPrismatic) {
+      pointRowsLanes(model, data, out, terms, c, first_row, wanted);  // ball, planar weld, revolute
+      row = first_row + count;
+      continue;
+    }
+#endif
     const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation, terms);
     const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation, terms);
     const Vector3 d = B.p - A.p;                  // separation of the origins
