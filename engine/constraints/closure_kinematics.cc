@@ -27,8 +27,9 @@ struct FrameMotion {
 enum class FrameTerms { kPose, kVelocity, kBias, kAcceleration };
 
 // The frame's rotation only `with_rotation` (weld, revolute, prismatic rows read it).
-[[gnu::always_inline]] inline FrameMotion frameMotion(const Model& model, const Data& data, int body, const Transform& X_BF,
-                        bool with_rotation, FrameTerms terms) {
+[[gnu::always_inline]] inline FrameMotion frameMotion(const Model& model, const Data& data,
+                                                      int body, const Transform& X_BF,
+                                                      bool with_rotation, FrameTerms terms) {
   FrameMotion f;
   f.omega.setZero();
   f.v_point.setZero();
@@ -85,8 +86,10 @@ void jacobianRow(const Model& model, const Data& data, int body_a, const Vector6
 
 // Writes row `row` into the outputs that want it row by row: the caller's Jacobian, and the
 // spatial form of ConstraintRows.
-[[gnu::always_inline]] inline void writeRow(const Model& model, const Data& data, const ClosureOutputs& out, int body_a,
-              const Vector6& g_a, int body_b, const Vector6& g_b, int row) {
+[[gnu::always_inline]] inline void writeRow(const Model& model, const Data& data,
+                                            const ClosureOutputs& out, int body_a,
+                                            const Vector6& g_a, int body_b, const Vector6& g_b,
+                                            int row) {
   if (out.jacobian) jacobianRow(model, data, body_a, g_a, body_b, g_b, *out.jacobian, row);
   if (out.rows) {
     out.rows->body_a[row] = body_a;
@@ -172,8 +175,8 @@ Vector3 rotationError(const Matrix3& R_A, const Matrix3& R_B) {
 }
 
 // The one row of a distance closure: C = |d| − L, Ċ = u · ḋ, C̈ = u · d̈ + (|ḋ|² − (u · ḋ)²) / |d|
-// with d = p_B − p_A and u = d / |d|. Its own function, so that its frames stay in registers
-// (the other types' rows share theirs with the helpers that write them).
+// with d = p_B − p_A and u = d / |d|. The portable code (and the reference of distanceRowLanes,
+// below, which the stage runs where AVX2 is there).
 void distanceRow(const Model& model, const Data& data, const ClosureOutputs& out,
                  RowMajorMatrix* J, ClosurePath path, FrameTerms terms, const LoopClosure& c,
                  int row) {
@@ -292,7 +295,7 @@ void distanceRowLanes(const Model& model, const Data& data, const ClosureOutputs
 
 // The three rows e_k · (p_B − p_A) of a closure's origins four lanes wide: a ball's, and a weld's
 // or revolute's when none of their angular rows is wanted (a planar linkage's); bit k of
-// `wanted`: row first_row + k. For the outputs but a Jacobian, as distanceRowLanes.
+// `wanted`: row first_row + k. For the outputs but a Jacobian (the caller's or ConstraintRows').
 void pointRowsLanes(const Model& model, const Data& data, const ClosureOutputs& out,
                     FrameTerms terms, const LoopClosure& c, int first_row, unsigned wanted) {
   assert(!out.jacobian && !(out.rows && out.rows_jacobian));
