@@ -13,12 +13,18 @@ inline bool isFloatingRoot(const Model& model, int i) {
   return model.joint_rank[i] == 6 && model.armature.segment<6>(model.idx_v[i]).isZero(0.0);
 }
 
-namespace solve_detail {
-// Forward and back substitution on B columns at once, held transposed (B × 6: row i of the B
-// columns in one register): each step is one B-wide multiply–add, and the B columns' chains of
-// dependent steps run side by side instead of one after another.
+/// The reciprocals of a Cholesky factor's diagonal, for the solves below.
+inline Vector6 diagonalReciprocals(const Matrix6& factor) {
+  return factor.diagonal().cwiseInverse();
+}
+
+/// Xᵀ ← (L Lᵀ)⁻¹ Xᵀ for a block of B columns held transposed (x is B × 6: row i of the B columns
+/// in one register), with the reciprocals of diagonalReciprocals(L): forward and back
+/// substitution where each step is one B-wide multiply–add, the B columns' chains of dependent
+/// steps side by side instead of one after another.
 template <typename Transposed>
-void solveTransposed(const Matrix6& L, const Vector6& reciprocal, Transposed& x) {
+void solveTransposedWithCholeskyFactor(const Matrix6& L, const Vector6& reciprocal,
+                                       Transposed& x) {
   for (int i = 0; i < 6; ++i) {
     for (int j = 0; j < i; ++j) x.col(i) -= L(i, j) * x.col(j);
     x.col(i) *= reciprocal(i);
@@ -28,10 +34,12 @@ void solveTransposed(const Matrix6& L, const Vector6& reciprocal, Transposed& x)
     x.col(i) *= reciprocal(i);
   }
 }
+
+namespace solve_detail {
 template <int B, typename Columns>
 void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen::Index first) {
   Eigen::Matrix<double, B, 6> x = X.template middleCols<B>(first).transpose();
-  solveTransposed(L, reciprocal, x);
+  solveTransposedWithCholeskyFactor(L, reciprocal, x);
   X.template middleCols<B>(first) = x.transpose();
 }
 }  // namespace solve_detail
@@ -39,19 +47,6 @@ void solveColumns(const Matrix6& L, const Vector6& reciprocal, Columns& X, Eigen
 /// X ← (L Lᵀ)⁻¹ X for the columns of X (6 × k) with L the lower triangle of `factor`: forward
 /// and back substitution four columns at a time (fixed-size loops, unrolled), with the
 /// diagonal's reciprocals (no division in the chains).
-/// The reciprocals of the factor's diagonal, for the solves below.
-inline Vector6 diagonalReciprocals(const Matrix6& factor) {
-  return factor.diagonal().cwiseInverse();
-}
-
-/// Xᵀ ← (L Lᵀ)⁻¹ Xᵀ for a block of B columns held transposed (x is B × 6), with the reciprocals
-/// of diagonalReciprocals(factor).
-template <typename Transposed>
-void solveTransposedWithCholeskyFactor(const Matrix6& factor, const Vector6& reciprocal,
-                                       Transposed& x) {
-  solve_detail::solveTransposed(factor, reciprocal, x);
-}
-
 template <typename Columns>
 void solveWithCholeskyFactor(const Matrix6& factor, Columns&& X) {
   const Vector6 reciprocal = diagonalReciprocals(factor);

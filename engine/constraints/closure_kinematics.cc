@@ -335,10 +335,6 @@ void pointRowsLanes(const Model& model, const Data& data, const ClosureOutputs& 
 }
 #endif
 
-}  // namespace
-
-namespace {
-
 void evaluate(const Model& model, const Data& data, const ClosureOutputs& out,
               [[maybe_unused]] bool four_wide) {
   assert(!out.rows || (out.rows->path_begin.size() == model.loops.size() + 1 &&

@@ -39,9 +39,9 @@ struct ClosureOutputs {
 void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs& out);
 
 namespace detail {
-/// evaluateClosures with Eigen's fixed-size code for every row: the distance rows are otherwise
-/// written four lanes wide where AVX2 is there (closure_kinematics.cc). The reference of their
-/// test.
+/// evaluateClosures with Eigen's fixed-size code for every row: distance rows, and the point
+/// rows of a closure none of whose angular rows is wanted, are otherwise written four lanes wide
+/// where AVX2 is there (closure_kinematics.cc). The reference of their test.
 void evaluateClosuresPortable(const Model& model, const Data& data, const ClosureOutputs& out);
 }  // namespace detail
 
