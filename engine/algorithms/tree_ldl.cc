@@ -1,7 +1,12 @@
 #include "engine/algorithms/tree_ldl.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <bit>
+#include <cstdint>
+
+#include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
 
@@ -39,40 +44,179 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& H, Eigen::Ref<Eigen
     for (int j = lambda[i]; j >= 0; j = lambda[j]) B.row(i) -= H(i, j) * B.row(j);
 }
 
+// The k columns of Jᵀ are held transposed, dof by dof: Y's row for dof d is a k-vector (padded
+// to whole blocks of four), so that each step of the half-solve and each term of K is a few
+// 4-wide multiply–adds over the columns side by side (as in abaDelassus). J's entries come from
+// the rows' spatial forces, not from the Jacobian: dof d of body i reads J(r, d) = s_dᵀ Σ F_r
+// over the forces of the rows that act on i's subtree, the sum that the inward sweep carries
+// from child to parent (in W, the frame every body shares, a sum without transformation).
+namespace {
+
+constexpr int kBlock = 4;
+using ColumnBlock = Eigen::Matrix<double, kBlock, 6>;
+using Lanes = Eigen::Matrix<double, kBlock, 1>;
+
+Eigen::Map<ColumnBlock> forceBlock(Matrix6N& storage, int b) {
+  return Eigen::Map<ColumnBlock>(storage.data() + b * ColumnBlock::SizeAtCompileTime);
+}
+
+// Y and D⁻¹ Y in data.ldl_rows: dof d's block b of each at a fixed offset in column d
+struct HalfSolves {
+  double* data;
+  Eigen::Index ld;   // column stride
+  Eigen::Index half; // offset of D⁻¹ Y in a column
+  Eigen::Map<Lanes> y(int d, int b) const { return Eigen::Map<Lanes>(data + d * ld + b * kBlock); }
+  Eigen::Map<Lanes> z(int d, int b) const {
+    return Eigen::Map<Lanes>(data + d * ld + half + b * kBlock);
+  }
+};
+
+// Whether block b of the columns is carried by the body whose reach mask is `mask` (blocks
+// beyond the mask's 64 bits are taken as carried).
+bool carries(std::uint64_t mask, int b) { return b >= 64 || ((mask >> b) & 1u); }
+
+// Calls f(b) for each block b of columns carried by the body whose reach mask is `mask`, in
+// ascending order (blocks beyond the mask's 64 bits are taken as carried).
+template <typename F>
+void forEachCarriedBlock(std::uint64_t mask, int blocks, F&& f) {
+  if (blocks > 64) {
+    for (int b = 0; b < blocks; ++b)
+      if (b >= 64 || ((mask >> b) & 1u)) f(b);
+    return;
+  }
+  for (; mask != 0; mask &= mask - 1) f(std::countr_zero(mask));
+}
+
+}  // namespace
+
 void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
                      Eigen::MatrixXd& W) {
   const int k = rows.active_count;
-  const Eigen::MatrixXd& H = data.M_factor;
-  Eigen::MatrixXd& Y = data.ldl_rows;
-  assert(k < Y.cols());
-  const std::vector<int>& lambda = model.dof_parent;
-  auto scale = Y.col(Y.cols() - 1);
-  for (int i = 0; i < model.nv; ++i) scale(i) = 1.0 / std::sqrt(H(i, i));
-  for (int c = 0; c < k; ++c) {
-    auto y = Y.col(c);
-    y = rows.jacobian.row(rows.active[c]).transpose();
-    // Lᵀ y = Jᵀ_r, leaves first, skipping the zeros (every dof off the row's paths)
-    for (int i = model.nv - 1; i >= 0; --i) {
-      if (y(i) == 0.0) continue;
-      for (int j = lambda[i]; j >= 0; j = lambda[j]) y(j) -= H(i, j) * y(i);
-    }
-    y.array() *= scale.array();
+  const int blocks = (k + kBlock - 1) / kBlock;
+  const HalfSolves Y{data.ldl_rows.data(), data.ldl_rows.rows(), data.ldl_rows.rows() / 2};
+  assert(blocks * kBlock <= Y.half && blocks * kBlock <= data.minvColumns());
+  assert(!model.has_flexible_bodies && model.nalgebraic == 0);
+  // Plain pointers, held in registers: a 4-wide store may alias any memory for the compiler,
+  // which would otherwise reload every vector's and matrix's address after each one.
+  const double* const H = data.M_factor.data();
+  const Eigen::Index nv = data.M_factor.rows();
+  const int* const parent_dof = model.dof_parent.data();
+  const int* const parent = model.parent.data();
+  const int* const first_dof = model.idx_v.data();
+  const int* const dofs = model.nv_joint.data();
+  const double* const S_W = data.S_W.data();
+  Matrix6N* const force = data.minv_z.data();  // the blocks of the rows' forces, per body
+  // the blocks of columns a body's subtree carries a force of: the others are zero at its dofs
+  // in Jᵀ and, L⁻ᵀ summing a dof's descendants into it, in Y
+  std::uint64_t* const reach = data.block_reach.data();
+  const int* const support = rows.support.data();
+  const int support_count = static_cast<int>(rows.support.size());
+
+  // Jᵀ's entries: the rows' forces summed inward, each body's dofs reading its subtree's sum
+  for (int s = 0; s < support_count; ++s) {
+    reach[support[s]] = 0;
+    for (int b = 0; b < blocks; ++b) forceBlock(force[support[s]], b).setZero();
   }
-  for (int r = 0; r < k; ++r)
-    for (int c = 0; c <= r; ++c) W(r, c) = Y.col(r).dot(Y.col(c));
+  for (int c = 0; c < k; ++c) {
+    const int r = rows.active[c], b = c / kBlock;
+    const std::uint64_t bit = b < 64 ? std::uint64_t{1} << b : 0;
+    if (const int body = rows.body_b[r]; body > 0) {
+      forceBlock(force[body], b).row(c % kBlock) += rows.force_b.col(r).transpose();
+      reach[body] |= bit;
+    }
+    if (const int body = rows.body_a[r]; body > 0) {
+      forceBlock(force[body], b).row(c % kBlock) += rows.force_a.col(r).transpose();
+      reach[body] |= bit;
+    }
+  }
+  for (int s = support_count - 1; s >= 0; --s) {
+    const int i = support[s];
+    const int iv = first_dof[i];
+    const std::uint64_t mask = reach[i];
+    if (parent[i] > 0) reach[parent[i]] |= mask;
+    detail::withJointSize(dofs[i], [&](auto n) {
+      constexpr int NV = decltype(n)::value;
+      const Eigen::Map<const Eigen::Matrix<double, 6, NV>> S(S_W + 6 * iv);
+      forEachCarriedBlock(mask, blocks, [&](int b) {
+        const Eigen::Map<const ColumnBlock> F(force[i].data() + b * ColumnBlock::SizeAtCompileTime);
+        Eigen::Map<Eigen::Matrix<double, kBlock, NV>, 0, Eigen::OuterStride<>> J_columns(
+            &Y.y(iv, b).coeffRef(0), Eigen::OuterStride<>(Y.ld));
+        J_columns.noalias() = F * S;
+        if (parent[i] > 0) forceBlock(force[parent[i]], b) += F;
+      });
+    });
+  }
+
+  // Lᵀ Y = Jᵀ, leaves first (RBDA Table 6.4), and D⁻¹ Y as each row is final; every dof off
+  // the support has a zero row, and the support is closed under ancestors
+  for (int s = support_count - 1; s >= 0; --s) {
+    const int i = support[s];
+    const std::uint64_t mask = reach[i];
+    for (int d = first_dof[i] + dofs[i] - 1; d >= first_dof[i]; --d) {
+      const double pivot_reciprocal = 1.0 / H[d * nv + d];
+      forEachCarriedBlock(mask, blocks, [&](int b) {
+        const Lanes y_d = Y.y(d, b);
+        Y.z(d, b) = pivot_reciprocal * y_d;
+        for (int j = parent_dof[d]; j >= 0; j = parent_dof[j])
+          Y.y(j, b).noalias() -= H[j * nv + d] * y_d;  // L(d, j)
+      });
+    }
+  }
+
+  // K = Yᵀ D⁻¹ Y = Σ_d (D⁻¹ y_d) y_dᵀ over the support's dofs, a 4 × 4 block at a time
+  // (lower triangle; a diagonal block's upper entries are written too, where W has the rows)
+  for (int b1 = 0; b1 < blocks; ++b1) {
+    const int rows_here = std::min(kBlock, k - b1 * kBlock);
+    const bool whole_columns = b1 * kBlock + kBlock <= W.rows();
+    for (int b2 = 0; b2 <= b1; ++b2) {
+      Eigen::Matrix4d K = Eigen::Matrix4d::Zero();
+      for (int s = 0; s < support_count; ++s) {
+        const int i = support[s];
+        if (!carries(reach[i], b1) || !carries(reach[i], b2)) continue;
+        for (int d = first_dof[i]; d < first_dof[i] + dofs[i]; ++d)
+          K.noalias() += Y.z(d, b1) * Y.y(d, b2).transpose();
+      }
+      const int columns_here = std::min(kBlock, k - b2 * kBlock);
+      for (int c = 0; c < columns_here; ++c) {
+        if (whole_columns)
+          W.col(b2 * kBlock + c).segment<kBlock>(b1 * kBlock) = K.col(c);
+        else
+          for (int r = 0; r < rows_here; ++r) W(b1 * kBlock + r, b2 * kBlock + c) = K(r, c);
+      }
+    }
+  }
 }
 
 void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
                              const Eigen::VectorXd& lambda, Eigen::VectorXd& x) {
   const int k = rows.active_count;
-  const Eigen::MatrixXd& H = data.M_factor;
-  const Eigen::MatrixXd& Y = data.ldl_rows;
-  const std::vector<int>& parent_dof = model.dof_parent;
-  x.noalias() = Y.leftCols(k) * lambda.head(k);
-  x.array() *= Y.col(Y.cols() - 1).array();  // D^-½
-  // L x = z, roots first
-  for (int i = 0; i < model.nv; ++i)
-    for (int j = parent_dof[i]; j >= 0; j = parent_dof[j]) x(i) -= H(i, j) * x(j);
+  const int blocks = (k + kBlock - 1) / kBlock;
+  const HalfSolves Y{data.ldl_rows.data(), data.ldl_rows.rows(), data.ldl_rows.rows() / 2};
+  // plain pointers, as in treeLdlDelassus
+  const double* const H = data.M_factor.data();
+  const int nv = model.nv;
+  const int* const parent_dof = model.dof_parent.data();
+  const int* const first_dof = model.idx_v.data();
+  const int* const dofs = model.nv_joint.data();
+  const std::uint64_t* const reach = data.block_reach.data();
+  double* const out = x.data();
+  // λ in blocks of four, the last padded with zeros (Y's padding rows are zero)
+  double* const padded = data.minv_scratch.data();
+  for (int c = 0; c < k; ++c) padded[c] = lambda(c);
+  for (int c = k; c < blocks * kBlock; ++c) padded[c] = 0.0;
+  // z = D⁻¹ Y λ (zero off the support), then L x = z, roots first
+  for (int d = 0; d < nv; ++d) out[d] = 0.0;
+  for (const int i : rows.support) {
+    for (int d = first_dof[i]; d < first_dof[i] + dofs[i]; ++d) {
+      Lanes sum = Lanes::Zero();
+      forEachCarriedBlock(reach[i], blocks, [&](int b) {
+        sum.noalias() += Y.z(d, b).cwiseProduct(Eigen::Map<const Lanes>(padded + b * kBlock));
+      });
+      out[d] = sum.sum();
+    }
+  }
+  for (int d = 0; d < nv; ++d)
+    for (int j = parent_dof[d]; j >= 0; j = parent_dof[j]) out[d] -= H[j * nv + d] * out[j];
 }
 
 }  // namespace hilsim

@@ -62,6 +62,8 @@ constexpr std::array kFormulations = {
         crbaLdlInverseInertia,
         treeLdlDelassus,
         treeLdlDelassusResponse,
+        /*leaves_body_accelerations=*/false,
+        /*delassus_reads_jacobian=*/false,
     },
     FormulationInfo{
         Formulation::kRtmm,

@@ -42,8 +42,12 @@ Data::Data(const Model& model, DataWorkspace reserved)
       minv_a(model.hasClosures() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
       minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? minvCapacity(model) : 0)),
       ldl_rows(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
-                   ? Eigen::MatrixXd::Zero(model.nv, model.nconstraints + 1)
+                   ? Eigen::MatrixXd::Zero(2 * minvCapacity(model), model.nv)
                    : Eigen::MatrixXd()),
+      block_reach(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
+                      ? model.nbodies
+                      : 0,
+                  0),
       S_J(6, 6) {
   if (!model.has_flexible_bodies) return;
   const int nb = model.nbodies;

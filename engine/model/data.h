@@ -82,9 +82,13 @@ struct Data {
   std::vector<Matrix6N> minv_a;  ///< [nbodies] 6 × k: the acceleration it causes
   Matrix6N minv_scratch;         ///< 6 × k (abaDelassusResponse: λ padded to whole blocks)
   int minvColumns() const { return static_cast<int>(minv_scratch.cols()); }
-  /// nv × (m + 1), with DataWorkspace::kJointSpaceInertia on a model with loops (else empty):
-  /// treeLdlDelassus's half-solves D^-½ L⁻ᵀ Jᵀ, and D^-½ in the last column
+  /// 2 minvColumns() × nv, with DataWorkspace::kJointSpaceInertia on a model with loops (else
+  /// empty): treeLdlDelassus's half-solves Y = L⁻ᵀ Jᵀ and D⁻¹ Y, transposed (column d: row d
+  /// of each, one above the other)
   Eigen::MatrixXd ldl_rows;
+  /// [nbodies], the same condition: treeLdlDelassus's blocks of four rows whose forces reach
+  /// each body's subtree (bit b for block b)
+  std::vector<std::uint64_t> block_reach;
 
   double kinetic_energy = 0.0;      ///< [J]
   double potential_energy = 0.0;    ///< [J], zero at the world origin
