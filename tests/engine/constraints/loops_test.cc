@@ -266,16 +266,18 @@ TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
   // W = J M⁻¹ Jᵀ with M from crba and a dense Cholesky, against each row's delassus operator on
   // every row (and on every other row, to exercise the active subset), after its forward
   // dynamics; and its response M⁻¹ Jᵀ λ for a random λ. Random trees with a floating root,
-  // every joint type; 1e-10 relative. The last two trials have over 64 rows (abaDelassus marks
-  // the columns that reach each body in a 64-bit mask, and takes every column beyond that).
+  // every joint type; 1e-10 relative. The last two trials have over 64 rows, the very last
+  // over 256 (treeLdlDelassus marks the blocks of four rows that reach each body in a 64-bit
+  // mask, and takes every block beyond that).
   std::mt19937 rng(13);
   for (int trial = 0; trial < 22; ++trial) {
-    LoopCase c = trial < 20 ? randomLoopCase(rng, 4 + trial % 10, 1 + trial % 4)
-                            : randomLoopCase(rng, 30, 24);
+    LoopCase c = trial < 20    ? randomLoopCase(rng, 4 + trial % 10, 1 + trial % 4)
+                 : trial == 20 ? randomLoopCase(rng, 30, 24)
+                               : randomLoopCase(rng, 60, 80);
     const Model& model = c.model;
     const int m = model.nconstraints;
     if (trial >= 20) {
-      ASSERT_GT(m, 64);
+      ASSERT_GT(m, trial == 20 ? 64 : 256);
     }
     Data reference_data(model);
     ConstraintRows rows(model);
