@@ -137,13 +137,17 @@ void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
     detail::withJointSize(dofs[i], [&](auto n) {
       constexpr int NV = decltype(n)::value;
       const Eigen::Map<const Eigen::Matrix<double, 6, NV>> S(S_W + 6 * iv);
-      forEachCarriedBlock(mask, blocks, [&](int b) {
+      for (int b = 0; b < blocks; ++b) {
+        if (!carries(mask, b)) {  // zero in D⁻¹ Y, which the response reads whole
+          for (int j = 0; j < NV; ++j) Y.z(iv + j, b).setZero();
+          continue;
+        }
         const Eigen::Map<const ColumnBlock> F(force[i].data() + b * ColumnBlock::SizeAtCompileTime);
         Eigen::Map<Eigen::Matrix<double, kBlock, NV>, 0, Eigen::OuterStride<>> J_columns(
             &Y.y(iv, b).coeffRef(0), Eigen::OuterStride<>(Y.ld));
         J_columns.noalias() = F * S;
         if (parent[i] > 0) forceBlock(force[parent[i]], b) += F;
-      });
+      }
     });
   }
 
@@ -191,30 +195,21 @@ void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRow
                              const Eigen::VectorXd& lambda, Eigen::VectorXd& x) {
   const int k = rows.active_count;
   const int blocks = (k + kBlock - 1) / kBlock;
-  const HalfSolves Y{data.ldl_rows.data(), data.ldl_rows.rows(), data.ldl_rows.rows() / 2};
-  // plain pointers, as in treeLdlDelassus
+  const Eigen::Index ld = data.ldl_rows.rows(), half = ld / 2;
+  // λ in blocks of four, the last padded with zeros (Y's padding rows are zero)
+  Eigen::Map<Eigen::VectorXd> lambda_padded(data.minv_scratch.data(), blocks * kBlock);
+  lambda_padded.head(k) = lambda.head(k);
+  lambda_padded.tail(blocks * kBlock - k).setZero();
+  // z = D⁻¹ Y λ, one matrix–vector product over every dof: D⁻¹ Y is zero off the support (never
+  // written there) and in the blocks a body does not carry (treeLdlDelassus writes the zeros)
+  const Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>> scaled_rows(
+      data.ldl_rows.data() + half, blocks * kBlock, model.nv, Eigen::OuterStride<>(ld));
+  x.noalias() = scaled_rows.transpose() * lambda_padded;
+  // then L x = z, roots first
   const double* const H = data.M_factor.data();
   const int nv = model.nv;
   const int* const parent_dof = model.dof_parent.data();
-  const int* const first_dof = model.idx_v.data();
-  const int* const dofs = model.nv_joint.data();
-  const std::uint64_t* const reach = data.block_reach.data();
   double* const out = x.data();
-  // λ in blocks of four, the last padded with zeros (Y's padding rows are zero)
-  double* const padded = data.minv_scratch.data();
-  for (int c = 0; c < k; ++c) padded[c] = lambda(c);
-  for (int c = k; c < blocks * kBlock; ++c) padded[c] = 0.0;
-  // z = D⁻¹ Y λ (zero off the support), then L x = z, roots first
-  for (int d = 0; d < nv; ++d) out[d] = 0.0;
-  for (const int i : rows.support) {
-    for (int d = first_dof[i]; d < first_dof[i] + dofs[i]; ++d) {
-      Lanes sum = Lanes::Zero();
-      forEachCarriedBlock(reach[i], blocks, [&](int b) {
-        sum.noalias() += Y.z(d, b).cwiseProduct(Eigen::Map<const Lanes>(padded + b * kBlock));
-      });
-      out[d] = sum.sum();
-    }
-  }
   for (int d = 0; d < nv; ++d)
     for (int j = parent_dof[d]; j >= 0; j = parent_dof[j]) out[d] -= H[j * nv + d] * out[j];
 }
