@@ -31,7 +31,8 @@ void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
                      Eigen::MatrixXd& W);
 
 /// x ← M⁻¹ Jᵀ λ = L⁻¹ (D⁻¹ Y λ) with the D⁻¹ Y of the last treeLdlDelassus on the same rows
-/// (λ: first k entries): one half-solve instead of treeLdlSolve's two.
+/// (λ: first k entries): one matrix–vector product over every dof (D⁻¹ Y is zero where no row
+/// reaches) and one half-solve instead of treeLdlSolve's two.
 void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRows& rows,
                              const Eigen::VectorXd& lambda, Eigen::VectorXd& x);
 
