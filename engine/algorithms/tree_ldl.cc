@@ -1,9 +1,9 @@
 #include "engine/algorithms/tree_ldl.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
-#include <bit>
 #include <cstdint>
 
 #include "engine/algorithms/joint_kinematics.h"
@@ -81,7 +81,7 @@ template <typename F>
 void forEachCarriedBlock(std::uint64_t mask, int blocks, F&& f) {
   if (blocks > 64) {
     for (int b = 0; b < blocks; ++b)
-      if (b >= 64 || ((mask >> b) & 1u)) f(b);
+      if (carries(mask, b)) f(b);
     return;
   }
   for (; mask != 0; mask &= mask - 1) f(std::countr_zero(mask));
