@@ -5,7 +5,8 @@
 // entry, and returns the minimum-norm solution A⁺ b. Redundant constraint rows (a planar linkage
 // closed in 3D) and singular configurations thus give a finite, unique answer. Pivoting starts at
 // the first pivot that is not comfortably above the tolerance: well independent rows (the usual
-// case) are factorised without a search or a swap. Sized once; allocation-free.
+// case) are factorised without a search or a swap, and up to 16 of them by code unrolled for
+// their number. Sized once; allocation-free.
 #pragma once
 
 #include <Eigen/Core>
@@ -55,6 +56,7 @@ class PivotedCholesky {
   Eigen::VectorXd work_, y_, inverse_diagonal_;
   Eigen::VectorXi perm_;
   int n_ = 0, rank_ = 0, active_ = 0;
+  bool unrolled_ = false;  // factorised by the unrolled path (pivoted_cholesky.cc)
 };
 
 }  // namespace hilsim

@@ -38,14 +38,19 @@ Eigen::VectorXd randomVector(std::mt19937& rng, int n) {
 TEST(PivotedCholesky, FullRankSolveMatchesLlt) {
   // SPD with condition numbers of a few hundred at most: LLT and the pivoted solve agree to
   // round-off times the condition, well inside 1e-10
+  // (every size the unrolled path has, 1 to 16, and beyond it), each solver used first on a
+  // rank-deficient system of the same size (the pivoting path) as the stage reuses its own
   std::mt19937 rng(1);
-  for (int n = 1; n <= 16; ++n) {
+  for (int n = 1; n <= 20; ++n) {
     const Eigen::MatrixXd A = randomPsd(rng, n, n + 3, {});
     const Eigen::VectorXd b = randomVector(rng, n);
     // in the leading block of a larger buffer with garbage around it, upper triangle garbage too
     Eigen::MatrixXd buffer = Eigen::MatrixXd::Constant(n + 2, n + 2, 1e300);
     buffer.topLeftCorner(n, n) = A.triangularView<Eigen::Lower>();
     PivotedCholesky solver(n + 2);
+    if (n > 1) {
+      EXPECT_EQ(solver.compute(randomPsd(rng, n + 2, n - 1, {}), n + 2), n - 1);
+    }
     EXPECT_EQ(solver.compute(buffer, n), n);
     Eigen::VectorXd x(n + 2);
     solver.solve(b, x);
