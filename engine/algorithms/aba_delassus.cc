@@ -106,7 +106,9 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
     });
   }
 
-  // W(r, c) = F_b,rᵀ α_b(c) + F_a,rᵀ α_a(c), lower triangle, four columns at a time
+  // W(c, r) = F_b,rᵀ α_b(c) + F_a,rᵀ α_a(c), upper triangle: column r four rows c at a time,
+  // the last block's rows past r (W(r, c) by symmetry) written too where W has them
+  const int whole_blocks = static_cast<int>(W.rows()) / kBlock;
   for (int r = 0; r < k; ++r) {
     const int row = rows.active[r];
     const int a = rows.body_a[row], b = rows.body_b[row];
@@ -115,7 +117,10 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
       Eigen::Matrix<double, kBlock, 1> w = Eigen::Matrix<double, kBlock, 1>::Zero();
       if (b > 0) w.noalias() += block(data.minv_a[b], first / kBlock) * F_b;
       if (a > 0) w.noalias() += block(data.minv_a[a], first / kBlock) * F_a;
-      for (int c = first; c < std::min(first + kBlock, r + 1); ++c) W(r, c) = w(c - first);
+      if (first / kBlock < whole_blocks)
+        W.col(r).segment<kBlock>(first) = w;
+      else
+        for (int c = first; c <= r; ++c) W(c, r) = w(c - first);
     }
   }
 }

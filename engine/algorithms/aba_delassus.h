@@ -12,7 +12,7 @@
 namespace hilsim {
 
 /// W ← J M⁻¹ Jᵀ on the active rows of `rows` (k = rows.active_count; W's top-left k × k block,
-/// lower triangle) at the q of the last aba() on `data`. O(s k + k²) for s bodies on the rows'
+/// upper triangle) at the q of the last aba() on `data`. O(s k + k²) for s bodies on the rows'
 /// paths, the k columns four at a time; Data's minv_z and minv_a hold the columns' forces, joint
 /// rates and accelerations (aba_delassus.cc). Rigid models of full joint rank (as
 /// abaInverseInertia); allocation-free.

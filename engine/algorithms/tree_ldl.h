@@ -20,7 +20,7 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Vect
 void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Ref<Eigen::MatrixXd> B);
 
 /// W ← J M⁻¹ Jᵀ = Yᵀ D⁻¹ Y with Y = L⁻ᵀ Jᵀ on the active rows of `rows` (k =
-/// rows.active_count; W's top-left k × k block, lower triangle) with the factor in data.M_factor
+/// rows.active_count; W's top-left k × k block, upper triangle) with the factor in data.M_factor
 /// (RBDA §6.5, the products of Table 6.4 "J H⁻¹ Jᵀ"). Jᵀ's entries come from the rows' spatial
 /// forces (ConstraintRows::force_a, force_b) and the joints' S_W in Data, summed inward over the
 /// bodies on the rows' paths (not from ConstraintRows::jacobian); the k columns go four at a

@@ -18,6 +18,10 @@ double maxNorm(const Eigen::VectorXd& x) { return x.size() == 0 ? 0.0 : x.cwiseA
 constexpr double kAssemblyTolerance = 1e-13;
 constexpr int kAssemblyIterations = 100;
 
+// W's rows: the Delassus operators write its upper triangle four rows at a time (a column's
+// last block whole, past the k-th row, where W has the rows)
+int paddedRows(int rows) { return (rows + 3) / 4 * 4; }
+
 }  // namespace
 
 LoopClosureStage::LoopClosureStage(const Model& model, const FormulationInfo& formulation)
@@ -41,7 +45,7 @@ LoopClosureStage::LoopClosureStage(const Model& model, InverseInertiaFunction in
       rhs_(Eigen::VectorXd::Zero(rows_)),
       lambda_(Eigen::VectorXd::Zero(rows_)),
       row_values_(Eigen::VectorXd::Zero(rows_)),
-      W_(Eigen::MatrixXd::Zero(rows_, rows_)),
+      W_(Eigen::MatrixXd::Zero(paddedRows(rows_), rows_)),
       compact_(Eigen::MatrixXd::Zero(delassus ? 0 : model.nv, rows_)),
       compact_rhs_(Eigen::VectorXd::Zero(rows_)),
       compact_lambda_(Eigen::VectorXd::Zero(rows_)),
@@ -138,8 +142,8 @@ void LoopClosureStage::delassusByInverseInertia(const Model& model, Data& data) 
   const int k = constraint_rows_.active_count;
   for (int c = 0; c < k; ++c) compact_.col(c) = J().row(active[c]).transpose();
   inverse_inertia_(model, data, compact_.leftCols(k));  // M⁻¹ Jᵀ, every column in one sweep
-  for (int r = 0; r < k; ++r)
-    for (int c = 0; c <= r; ++c) W_(r, c) = J().row(active[r]).dot(compact_.col(c));
+  for (int c = 0; c < k; ++c)
+    for (int r = 0; r <= c; ++r) W_(r, c) = J().row(active[r]).dot(compact_.col(c));
 }
 
 double LoopClosureStage::positionRows(const Model& model, Data& data, const Eigen::VectorXd& q) {
@@ -150,7 +154,7 @@ double LoopClosureStage::positionRows(const Model& model, Data& data, const Eige
 }
 
 void LoopClosureStage::projectVelocity(Eigen::VectorXd& v) {
-  W_.noalias() = J().lazyProduct(J().transpose());
+  W_.topRows(rows_).noalias() = J().lazyProduct(J().transpose());
   solver_.compute(W_, rows_);
   projectVelocityFactored(v);
 }
@@ -170,7 +174,7 @@ void LoopClosureStage::project(const Model& model, Data& data, Eigen::VectorXd& 
   // Jacobian at the corrected q differs from it by that much)
   for (int k = 0; k < iterations; ++k) {
     positionRows(model, data, q);
-    W_.noalias() = J().lazyProduct(J().transpose());
+    W_.topRows(rows_).noalias() = J().lazyProduct(J().transpose());
     solver_.compute(W_, rows_);
     solver_.solve(C_, rhs_);
     step_.noalias() = J().transpose() * rhs_;  // −Δ (a negated product would be a temporary)
@@ -188,7 +192,7 @@ double LoopClosureStage::assemble(const Model& model, Data& data, Eigen::VectorX
   double error = positionRows(model, data, q);
   double damping = 1e-3;
   for (int k = 0; k < kAssemblyIterations && error > kAssemblyTolerance; ++k) {
-    W_.noalias() = J().lazyProduct(J().transpose());
+    W_.topRows(rows_).noalias() = J().lazyProduct(J().transpose());
     const double scale = W_.diagonal().mean();
     W_.diagonal().array() += damping * (scale > 0.0 ? scale : 1.0);
     solver_.compute(W_, rows_);

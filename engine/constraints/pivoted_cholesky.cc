@@ -21,7 +21,7 @@ namespace {
 // of which one size's factorisation and solve run in a given mechanism's loop.
 constexpr int kUnrolled = 16;
 
-// L D Lᵀ without pivoting of the N × N matrix in A's lower triangle into L's lower triangle (the
+// L D Lᵀ without pivoting of the N × N matrix in A's upper triangle into L's lower triangle (the
 // unit factor below the diagonal, the pivots on it) and the pivots' reciprocals. False, with L
 // undefined, at the first pivot not above `threshold` times the largest diagonal entry.
 template <int N>
@@ -32,7 +32,7 @@ bool factorUnrolled(const double* A, Eigen::Index lda, double threshold, double*
 #pragma GCC unroll 16
   for (int c = 0; c < N; ++c) {
 #pragma GCC unroll 16
-    for (int r = c; r < N; ++r) a[c][r] = A[c * lda + r];
+    for (int r = c; r < N; ++r) a[c][r] = A[r * lda + c];
     largest = std::max(largest, a[c][c]);
   }
   const double comfortable = threshold * largest;
@@ -120,13 +120,13 @@ int PivotedCholesky::compute(const Eigen::MatrixXd& A, int n) {
   double largest = 0.0;
   active_ = 0;  // rows with a non-zero diagonal: a zero row of J has none
   for (int k = 0; k < n; ++k) {
-    const double* a = A.data() + k * lda;
+    const double* a = A.data() + k;  // row k
     double* l = L + k * ld;
     for (int r = 0; r < k; ++r) l[r] = 0.0;  // L's upper triangle (read as n × r below)
-    for (int r = k; r < n; ++r) l[r] = a[r];  // A's lower triangle
+    for (int r = k; r < n; ++r) l[r] = a[r * lda];  // A's upper triangle, row k
     perm_(k) = k;
-    largest = std::max(largest, a[k]);
-    if (a[k] != 0.0) ++active_;
+    largest = std::max(largest, l[k]);
+    if (l[k] != 0.0) ++active_;
   }
   const double tolerance = kRankTolerance * largest;
   const double comfortable = kPivotingThreshold * largest;

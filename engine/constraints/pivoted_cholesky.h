@@ -33,7 +33,8 @@ class PivotedCholesky {
         inverse_diagonal_(capacity),
         perm_(capacity) {}
 
-  /// Factorises the leading n × n block of `A` (symmetric PSD; only the lower triangle is read).
+  /// Factorises the leading n × n block of `A` (symmetric PSD; only the upper triangle is read:
+  /// column c holds A(0..c, c), so that a Delassus operator writes each row's entries at once).
   /// Returns the numerical rank.
   int compute(const Eigen::MatrixXd& A, int n);
 

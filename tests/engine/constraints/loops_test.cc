@@ -297,9 +297,9 @@ TEST(Delassus, EveryFormulationsOperatorIsJMinvJtOfTheMassMatrix) {
         f.forward_dynamics(model, data, c.q, c.v, c.tau);
         Eigen::MatrixXd W = Eigen::MatrixXd::Zero(m, m);
         f.delassus(model, data, rows, W);
-        const Eigen::MatrixXd lower = W.topLeftCorner(k, k).triangularView<Eigen::Lower>();
-        const Eigen::MatrixXd expected_lower = expected.triangularView<Eigen::Lower>();
-        EXPECT_LT(relativeDifference(lower, expected_lower), kFormulationRelTol)
+        const Eigen::MatrixXd upper = W.topLeftCorner(k, k).triangularView<Eigen::Upper>();
+        const Eigen::MatrixXd expected_upper = expected.triangularView<Eigen::Upper>();
+        EXPECT_LT(relativeDifference(upper, expected_upper), kFormulationRelTol)
             << f.name << ", trial " << trial << ", stride " << stride;
         // its response, M⁻¹ Jᵀ λ, on every dof (the rows reach only some bodies)
         ASSERT_NE(f.delassus_response, nullptr) << f.name;

@@ -44,9 +44,9 @@ TEST(PivotedCholesky, FullRankSolveMatchesLlt) {
   for (int n = 1; n <= 20; ++n) {
     const Eigen::MatrixXd A = randomPsd(rng, n, n + 3, {});
     const Eigen::VectorXd b = randomVector(rng, n);
-    // in the leading block of a larger buffer with garbage around it, upper triangle garbage too
+    // in the leading block of a larger buffer with garbage around it, lower triangle garbage too
     Eigen::MatrixXd buffer = Eigen::MatrixXd::Constant(n + 2, n + 2, 1e300);
-    buffer.topLeftCorner(n, n) = A.triangularView<Eigen::Lower>();
+    buffer.topLeftCorner(n, n).triangularView<Eigen::Upper>() = A;
     PivotedCholesky solver(n + 2);
     if (n > 1) {
       EXPECT_EQ(solver.compute(randomPsd(rng, n + 2, n - 1, {}), n + 2), n - 1);
