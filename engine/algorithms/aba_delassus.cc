@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/algorithms/column_blocks.h"
 #include "engine/algorithms/floating_root.h"
 #include "engine/algorithms/joint_kinematics.h"
 
@@ -9,24 +10,19 @@ namespace hilsim {
 
 using detail::isFloatingRoot;
 
-// The k columns (one per active row) go through the sweeps four at a time, transposed: a block
-// of four columns at body i is a 4 × 6 matrix whose row j is column 4b + j, so that every step
-// of the recursion is a few 4-wide multiply–adds over the block's rows (the columns side by
-// side) instead of a 6-vector operation per column. Block b of body i is held in the storage of
-// minv_z[i] (Z, then in its first n_i columns the joint rates χ̇) and minv_a[i] (ν = D⁻¹ ε, then
-// the acceleration α), 24 doubles per block. Every support body holds every block: a column is
-// zero at the bodies its row's forces do not reach (its Z, hence its ε and ν) and at those its
-// accelerations do not reach, and the zeros cost less than the bookkeeping that would skip them.
+// The k columns (one per active row) go through the sweeps four at a time, transposed
+// (column_blocks.h). Block b of body i is held in the storage of minv_z[i] (Z, then in its
+// first n_i columns the joint rates χ̇) and minv_a[i] (ν = D⁻¹ ε, then the acceleration α).
+// Every support body holds every block: a column is zero at the bodies its row's forces do not
+// reach (its Z, hence its ε and ν) and at those its accelerations do not reach, and the zeros
+// cost less than the bookkeeping that would skip them (docs/PERFORMANCE.md "Loops").
+using detail::blockCount;
+using detail::ColumnBlock;
+using detail::kBlock;
+
 namespace {
 
-constexpr int kBlock = 4;
-using ColumnBlock = Eigen::Matrix<double, kBlock, 6>;
-
-Eigen::Map<ColumnBlock> block(Matrix6N& storage, int b) {
-  return Eigen::Map<ColumnBlock>(storage.data() + b * ColumnBlock::SizeAtCompileTime);
-}
-
-int blockCount(int k) { return (k + kBlock - 1) / kBlock; }
+Eigen::Map<ColumnBlock> block(Matrix6N& storage, int b) { return detail::columnBlock(storage, b); }
 
 }  // namespace
 
@@ -35,16 +31,8 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
   const int blocks = blockCount(k);
   assert(blocks * kBlock <= data.minvColumns());
   assert(!model.has_flexible_bodies && model.nalgebraic == 0);
-  for (const int i : rows.support)
-    for (int b = 0; b < blocks; ++b) block(data.minv_z[i], b).setZero();
   // a row's forces F enter as external forces: Z = −F (RBDA Table 7.1, p = … − f^x)
-  for (int c = 0; c < k; ++c) {
-    const int r = rows.active[c];
-    if (const int b = rows.body_b[r]; b > 0)
-      block(data.minv_z[b], c / kBlock).row(c % kBlock) -= rows.force_b.col(r).transpose();
-    if (const int a = rows.body_a[r]; a > 0)
-      block(data.minv_z[a], c / kBlock).row(c % kBlock) -= rows.force_a.col(r).transpose();
-  }
+  detail::scatterRowForces<true>(rows, blocks, data.minv_z.data(), nullptr);
 
   // inward (7.2) with τ = 0: ε = −ℋ Z, ν = D⁻¹ ε, Z(parent) += Z + G ε (each transposed)
   for (auto it = rows.support.rbegin(); it != rows.support.rend(); ++it) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/algorithms/column_blocks.h"
 #include "engine/algorithms/joint_kinematics.h"
 
 namespace hilsim {
@@ -52,12 +53,14 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& H, Eigen::Ref<Eigen
 // from child to parent (in W, the frame every body shares, a sum without transformation).
 namespace {
 
-constexpr int kBlock = 4;
-using ColumnBlock = Eigen::Matrix<double, kBlock, 6>;
+using detail::carries;
+using detail::ColumnBlock;
+using detail::forEachCarriedBlock;
+using detail::kBlock;
 using Lanes = Eigen::Matrix<double, kBlock, 1>;
 
 Eigen::Map<ColumnBlock> forceBlock(Matrix6N& storage, int b) {
-  return Eigen::Map<ColumnBlock>(storage.data() + b * ColumnBlock::SizeAtCompileTime);
+  return detail::columnBlock(storage, b);
 }
 
 // Y and D⁻¹ Y in data.ldl_rows: dof d's block b of each at a fixed offset in column d
@@ -70,22 +73,6 @@ struct HalfSolves {
     return Eigen::Map<Lanes>(data + d * ld + half + b * kBlock);
   }
 };
-
-// Whether block b of the columns is carried by the body whose reach mask is `mask` (blocks
-// beyond the mask's 64 bits are taken as carried).
-bool carries(std::uint64_t mask, int b) { return b >= 64 || ((mask >> b) & 1u); }
-
-// Calls f(b) for each block b of columns carried by the body whose reach mask is `mask`, in
-// ascending order (blocks beyond the mask's 64 bits are taken as carried).
-template <typename F>
-void forEachCarriedBlock(std::uint64_t mask, int blocks, F&& f) {
-  if (blocks > 64) {
-    for (int b = 0; b < blocks; ++b)
-      if (carries(mask, b)) f(b);
-    return;
-  }
-  for (; mask != 0; mask &= mask - 1) f(std::countr_zero(mask));
-}
 
 }  // namespace
 
@@ -113,22 +100,7 @@ void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
   const int support_count = static_cast<int>(rows.support.size());
 
   // Jᵀ's entries: the rows' forces summed inward, each body's dofs reading its subtree's sum
-  for (int s = 0; s < support_count; ++s) {
-    reach[support[s]] = 0;
-    for (int b = 0; b < blocks; ++b) forceBlock(force[support[s]], b).setZero();
-  }
-  for (int c = 0; c < k; ++c) {
-    const int r = rows.active[c], b = c / kBlock;
-    const std::uint64_t bit = b < 64 ? std::uint64_t{1} << b : 0;
-    if (const int body = rows.body_b[r]; body > 0) {
-      forceBlock(force[body], b).row(c % kBlock) += rows.force_b.col(r).transpose();
-      reach[body] |= bit;
-    }
-    if (const int body = rows.body_a[r]; body > 0) {
-      forceBlock(force[body], b).row(c % kBlock) += rows.force_a.col(r).transpose();
-      reach[body] |= bit;
-    }
-  }
+  detail::scatterRowForces<false>(rows, blocks, force, reach);
   for (int s = support_count - 1; s >= 0; --s) {
     const int i = support[s];
     const int iv = first_dof[i];
