@@ -255,9 +255,10 @@ struct FrameLanes {
 // rows' spatial form is stored straight from the registers (Eigen's 3-vectors run on 2-wide
 // packets and spill the frames to the stack: 326 instructions a row against 234 here, on the
 // delta; its loops 1965 → 1854 ns, docs/PERFORMANCE.md "Loops").
-void distanceRowLanes(const Model& model, const Data& data, const ClosureOutputs& out,
-                      RowMajorMatrix* J, ClosurePath path, FrameTerms terms,
-                      const LoopClosure& c, int row) {
+[[gnu::always_inline]] inline void distanceRowLanes(const Model& model, const Data& data,
+                                                   const ClosureOutputs& out, RowMajorMatrix* J,
+                                                   ClosurePath path, FrameTerms terms,
+                                                   const LoopClosure& c, int row) {
   assert(!out.jacobian);
   const FrameLanes A = frameLanes(model, data, c.body_a, c.frame_a.translation.data(), terms);
   const FrameLanes B = frameLanes(model, data, c.body_b, c.frame_b.translation.data(), terms);

@@ -122,8 +122,6 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   }
   solver_.compute(W_, k);
   solver_.solve(compact_rhs_, compact_lambda_);
-  lambda_.setZero();
-  for (int c = 0; c < k; ++c) lambda_(active[c]) = compact_lambda_(c);
   // q̈ += M⁻¹ Jᵀ λ: from the columns W was made of where they are at hand, else one more column
   // through the formulation's M⁻¹
   if (delassus_response_) {
@@ -131,10 +129,13 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   } else if (!delassus_) {
     generalized_force_.noalias() = compact_.leftCols(k) * compact_lambda_.head(k);
   } else {
+    for (int c = 0; c < k; ++c) lambda_(active[c]) = compact_lambda_(c);
     generalized_force_.noalias() = J().transpose() * lambda_;
     inverse_inertia_(model, data, generalized_force_);
   }
   qdd += generalized_force_;
+  // every row's multiplier, off q̈'s path (the rows left out keep their zero)
+  for (int c = 0; c < k; ++c) lambda_(active[c]) = compact_lambda_(c);
 }
 
 void LoopClosureStage::delassusByInverseInertia(const Model& model, Data& data) {
