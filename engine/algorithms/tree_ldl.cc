@@ -173,11 +173,25 @@ void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRow
   Eigen::Map<Eigen::VectorXd> lambda_padded(data.minv_scratch.data(), blocks * kBlock);
   lambda_padded.head(k) = lambda.head(k);
   lambda_padded.tail(blocks * kBlock - k).setZero();
-  // z = D⁻¹ Y λ, one matrix–vector product over every dof: D⁻¹ Y is zero off the support (never
-  // written there) and in the blocks a body does not carry (treeLdlDelassus writes the zeros)
-  const Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>> scaled_rows(
-      data.ldl_rows.data() + half, blocks * kBlock, model.nv, Eigen::OuterStride<>(ld));
-  x.noalias() = scaled_rows.transpose() * lambda_padded;
+  // z = D⁻¹ Y λ over every dof: D⁻¹ Y is zero off the support (never written there) and in the
+  // blocks a body does not carry (treeLdlDelassus writes the zeros). Four dofs at a time, each
+  // dof's blocks multiplied lane by lane into one register and the four summed across at the
+  // end (a general matrix–vector product costs more in set-up at these sizes).
+  const HalfSolves Y{data.ldl_rows.data(), ld, half};
+  const auto lambdaBlock = [&](int b) { return lambda_padded.segment<kBlock>(b * kBlock); };
+  int d = 0;
+  for (; d + kBlock <= model.nv; d += kBlock) {
+    Eigen::Matrix4d products = Eigen::Matrix4d::Zero();  // column j: dof d + j
+    for (int b = 0; b < blocks; ++b)
+      for (int j = 0; j < kBlock; ++j)
+        products.col(j) += Y.z(d + j, b).cwiseProduct(lambdaBlock(b));
+    x.segment<kBlock>(d) = products.colwise().sum().transpose();
+  }
+  for (; d < model.nv; ++d) {
+    Lanes products = Lanes::Zero();
+    for (int b = 0; b < blocks; ++b) products += Y.z(d, b).cwiseProduct(lambdaBlock(b));
+    x(d) = products.sum();
+  }
   // then L x = z, roots first
   const double* const H = data.M_factor.data();
   const int nv = model.nv;
