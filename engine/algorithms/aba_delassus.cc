@@ -95,8 +95,8 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
   }
 
   // W(c, r) = F_b,rᵀ α_b(c) + F_a,rᵀ α_a(c), upper triangle: column r four rows c at a time,
-  // the last block's rows past r (W(r, c) by symmetry) written too where W has them
-  const int whole_blocks = static_cast<int>(W.rows()) / kBlock;
+  // the last block's rows past r (W(r, c) by symmetry, or padding) written too
+  assert(W.rows() >= blocks * kBlock);
   for (int r = 0; r < k; ++r) {
     const int row = rows.active[r];
     const int a = rows.body_a[row], b = rows.body_b[row];
@@ -105,10 +105,7 @@ void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eig
       Eigen::Matrix<double, kBlock, 1> w = Eigen::Matrix<double, kBlock, 1>::Zero();
       if (b > 0) w.noalias() += block(data.minv_a[b], first / kBlock) * F_b;
       if (a > 0) w.noalias() += block(data.minv_a[a], first / kBlock) * F_a;
-      if (first / kBlock < whole_blocks)
-        W.col(r).segment<kBlock>(first) = w;
-      else
-        for (int c = first; c <= r; ++c) W(c, r) = w(c - first);
+      W.col(r).segment<kBlock>(first) = w;
     }
   }
 }

@@ -12,10 +12,10 @@
 namespace hilsim {
 
 /// W ← J M⁻¹ Jᵀ on the active rows of `rows` (k = rows.active_count; W's top-left k × k block,
-/// upper triangle) at the q of the last aba() on `data`. O(s k + k²) for s bodies on the rows'
-/// paths, the k columns four at a time; Data's minv_z and minv_a hold the columns' forces, joint
-/// rates and accelerations (aba_delassus.cc). Rigid models of full joint rank (as
-/// abaInverseInertia); allocation-free.
+/// upper triangle; W has 4⌈k/4⌉ rows or more) at the q of the last aba() on `data`. O(s k + k²)
+/// for s bodies on the rows' paths, the k columns four at a time; Data's minv_z and minv_a hold
+/// the columns' forces, joint rates and accelerations (aba_delassus.cc). Rigid models of full
+/// joint rank (as abaInverseInertia); allocation-free.
 void abaDelassus(const Model& model, Data& data, const ConstraintRows& rows, Eigen::MatrixXd& W);
 
 /// x ← M⁻¹ Jᵀ λ (λ: first k entries) from the k columns' accelerations and joint rates the last

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <bit>
+#include <cassert>
 #include <cstdint>
 
 #include "engine/constraints/constraint_rows.h"
@@ -39,8 +40,9 @@ void forEachCarriedBlock(std::uint64_t mask, int blocks, F&& f) {
 }
 
 /// Zeroes the first `blocks` blocks of each support body's storage in `per_body` ([nbodies]) and
-/// adds each active row's forces (negated with kNegate) to the blocks of its two bodies: active
-/// row c is row c % 4 of block c / 4. Unless null, reach[i] ([nbodies]) gets the blocks with a
+/// writes each active row's forces (negated with kNegate) into the blocks of its two bodies:
+/// active row c is row c % 4 of block c / 4, which no other row shares (a row's two bodies
+/// differ), so that each is a plain store. Unless null, reach[i] ([nbodies]) gets the blocks with a
 /// row acting on body i itself (its subtree's are the caller's to gather, inward).
 template <bool kNegate>
 void scatterRowForces(const ConstraintRows& rows, int blocks, Matrix6N* per_body,
@@ -54,13 +56,14 @@ void scatterRowForces(const ConstraintRows& rows, int blocks, Matrix6N* per_body
     const int b = c / kBlock;
     auto lane = columnBlock(per_body[body], b).row(c % kBlock);
     if constexpr (kNegate)
-      lane -= forces.col(r).transpose();
+      lane = -forces.col(r).transpose();
     else
-      lane += forces.col(r).transpose();
+      lane = forces.col(r).transpose();
     if (reach) reach[body] |= b < 64 ? std::uint64_t{1} << b : 0;
   };
   for (int c = 0; c < rows.active_count; ++c) {
     const int r = rows.active[c];
+    assert(rows.body_a[r] != rows.body_b[r]);
     add(rows.body_b[r], rows.force_b, r, c);
     add(rows.body_a[r], rows.force_a, r, c);
   }

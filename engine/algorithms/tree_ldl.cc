@@ -141,7 +141,8 @@ void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
 
   // K = Yᵀ D⁻¹ Y = Σ_d (D⁻¹ y_d) y_dᵀ over the support's dofs, a 4 × 4 block at a time
   // (upper triangle: rows of block b1 ≤ columns of block b2; a diagonal block's lower entries
-  // are written too, where W has the rows)
+  // and padding rows are written too)
+  assert(W.rows() >= blocks * kBlock);
   for (int b2 = 0; b2 < blocks; ++b2) {
     const int columns_here = std::min(kBlock, k - b2 * kBlock);
     for (int b1 = 0; b1 <= b2; ++b1) {
@@ -152,14 +153,8 @@ void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
         for (int d = first_dof[i]; d < first_dof[i] + dofs[i]; ++d)
           K.noalias() += Y.z(d, b1) * Y.y(d, b2).transpose();
       }
-      const int rows_here = std::min(kBlock, k - b1 * kBlock);
-      const bool whole_columns = b1 * kBlock + kBlock <= W.rows();
-      for (int c = 0; c < columns_here; ++c) {
-        if (whole_columns)
-          W.col(b2 * kBlock + c).segment<kBlock>(b1 * kBlock) = K.col(c);
-        else
-          for (int r = 0; r < rows_here; ++r) W(b1 * kBlock + r, b2 * kBlock + c) = K(r, c);
-      }
+      for (int c = 0; c < columns_here; ++c)
+        W.col(b2 * kBlock + c).segment<kBlock>(b1 * kBlock) = K.col(c);
     }
   }
 }

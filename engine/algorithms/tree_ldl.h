@@ -20,13 +20,14 @@ void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Vect
 void treeLdlSolve(const Model& model, const Eigen::MatrixXd& factor, Eigen::Ref<Eigen::MatrixXd> B);
 
 /// W ← J M⁻¹ Jᵀ = Yᵀ D⁻¹ Y with Y = L⁻ᵀ Jᵀ on the active rows of `rows` (k =
-/// rows.active_count; W's top-left k × k block, upper triangle) with the factor in data.M_factor
-/// (RBDA §6.5, the products of Table 6.4 "J H⁻¹ Jᵀ"). Jᵀ's entries come from the rows' spatial
-/// forces (ConstraintRows::force_a, force_b) and the joints' S_W in Data, summed inward over the
-/// bodies on the rows' paths (not from ConstraintRows::jacobian); the k columns go four at a
-/// time, and a body's dofs visit only the blocks of four whose rows act on its subtree. L⁻ᵀ keeps
-/// that sparsity: O(s d k) for the s support dofs of depth d, O(s k²) for the products. Rigid
-/// bodies, no massless joints. data.ldl_rows and data.block_reach hold Y, D⁻¹ Y and the blocks.
+/// rows.active_count; W's top-left k × k block, upper triangle; W has 4⌈k/4⌉ rows or more)
+/// with the factor in data.M_factor (RBDA §6.5, the products of Table 6.4 "J H⁻¹ Jᵀ"). Jᵀ's
+/// entries come from the rows' spatial forces (ConstraintRows::force_a, force_b) and the joints'
+/// S_W in Data, summed inward over the bodies on the rows' paths (not from
+/// ConstraintRows::jacobian); the k columns go four at a time, and a body's dofs visit only the
+/// blocks of four whose rows act on its subtree. L⁻ᵀ keeps that sparsity: O(s d k) for the s
+/// support dofs of depth d, O(s k²) for the products. Rigid bodies, no massless joints.
+/// data.ldl_rows and data.block_reach hold Y, D⁻¹ Y and the blocks.
 void treeLdlDelassus(const Model& model, Data& data, const ConstraintRows& rows,
                      Eigen::MatrixXd& W);
 

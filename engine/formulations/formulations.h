@@ -44,9 +44,10 @@ using InverseInertiaFunction = void (*)(const Model& model, Data& data,
                                         Eigen::Ref<Eigen::MatrixXd> X);
 
 /// W ← J M(q)⁻¹ Jᵀ (the Delassus matrix) on the active rows of `rows` (k = rows.active_count;
-/// W's top-left k × k block, upper triangle read) after the formulation's forward dynamics on
-/// `data` (same q). Optional: without it the constraint stage forms J M⁻¹ Jᵀ from
-/// inverse_inertia on the k columns of Jᵀ. Allocation-free.
+/// W's top-left k × k block, upper triangle read; W has at least 4⌈k/4⌉ rows, written four at
+/// a time) after the formulation's forward dynamics on `data` (same q). Optional: without it
+/// the constraint stage forms J M⁻¹ Jᵀ from inverse_inertia on the k columns of Jᵀ.
+/// Allocation-free.
 using DelassusFunction = void (*)(const Model& model, Data& data, const ConstraintRows& rows,
                                   Eigen::MatrixXd& W);
 
