@@ -119,10 +119,11 @@ void abaDelassusResponse(const Model& model, Data& data, const ConstraintRows& r
   const int k = rows.active_count;
   const int blocks = blockCount(k);
   // λ in blocks of four (the last padded with zeros), in minv_scratch's storage
-  Eigen::Map<Eigen::VectorXd> lambda_padded(data.minv_scratch.data(), blocks * kBlock);
-  lambda_padded.head(k) = lambda.head(k);
-  lambda_padded.tail(blocks * kBlock - k).setZero();
-  const auto lambdaBlock = [&](int b) { return lambda_padded.segment<kBlock>(b * kBlock); };
+  const double* const lambda_padded =
+      detail::paddedMultipliers(lambda, k, data.minv_scratch.data());
+  const auto lambdaBlock = [&](int b) {
+    return Eigen::Map<const Eigen::Vector4d>(lambda_padded + b * kBlock);
+  };
   const auto combinedAcceleration = [&](int i) {
     Vector6 alpha = Vector6::Zero();
     for (int b = 0; b < blocks; ++b)

@@ -39,6 +39,15 @@ void forEachCarriedBlock(std::uint64_t mask, int blocks, F&& f) {
   for (; mask != 0; mask &= mask - 1) f(std::countr_zero(mask));
 }
 
+/// The multipliers λ (first k entries) padded with zeros to whole blocks of four, in `scratch`
+/// (at least 4 blocks(k) entries), block b at 4 b: plain loops, the copy being a few entries.
+inline const double* paddedMultipliers(const Eigen::VectorXd& lambda, int k, double* scratch) {
+  const int padded = blockCount(k) * kBlock;
+  for (int c = 0; c < k; ++c) scratch[c] = lambda[c];
+  for (int c = k; c < padded; ++c) scratch[c] = 0.0;
+  return scratch;
+}
+
 /// Zeroes the first `blocks` blocks of each support body's storage in `per_body` ([nbodies]) and
 /// writes each active row's forces (negated with kNegate) into the blocks of its two bodies:
 /// active row c is row c % 4 of block c / 4, which no other row shares (a row's two bodies

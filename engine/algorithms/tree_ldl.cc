@@ -165,15 +165,16 @@ void treeLdlDelassusResponse(const Model& model, Data& data, const ConstraintRow
   const int blocks = (k + kBlock - 1) / kBlock;
   const Eigen::Index ld = data.ldl_rows.rows(), half = ld / 2;
   // λ in blocks of four, the last padded with zeros (Y's padding rows are zero)
-  Eigen::Map<Eigen::VectorXd> lambda_padded(data.minv_scratch.data(), blocks * kBlock);
-  lambda_padded.head(k) = lambda.head(k);
-  lambda_padded.tail(blocks * kBlock - k).setZero();
+  const double* const lambda_padded =
+      detail::paddedMultipliers(lambda, k, data.minv_scratch.data());
   // z = D⁻¹ Y λ over every dof: D⁻¹ Y is zero off the support (never written there) and in the
   // blocks a body does not carry (treeLdlDelassus writes the zeros). Four dofs at a time, each
   // dof's blocks multiplied lane by lane into one register and the four summed across at the
   // end (a general matrix–vector product costs more in set-up at these sizes).
   const HalfSolves Y{data.ldl_rows.data(), ld, half};
-  const auto lambdaBlock = [&](int b) { return lambda_padded.segment<kBlock>(b * kBlock); };
+  const auto lambdaBlock = [&](int b) {
+    return Eigen::Map<const Lanes>(lambda_padded + b * kBlock);
+  };
   int d = 0;
   for (; d + kBlock <= model.nv; d += kBlock) {
     Eigen::Matrix4d products = Eigen::Matrix4d::Zero();  // column j: dof d + j
