@@ -1,6 +1,7 @@
 #include "engine/constraints/pivoted_cholesky.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -17,9 +18,10 @@ namespace {
 // usual case: a mechanism's independent rows) are factorised and solved by code unrolled for
 // their size: every entry in a register or at a fixed address, no loop control, which is most
 // of the general loops' instructions at these sizes (`pivoted_cholesky`: 2 × 2 34 → 12 ns,
-// 6 × 6 137 → 64, 15 × 15 747 → 495). The price is code: about 110 kB for the sixteen sizes,
-// of which one size's factorisation and solve run in a given mechanism's loop.
-constexpr int kUnrolled = 16;
+// 6 × 6 137 → 64). Up to 8 rows: the code and its compile time grow as the cube of the size
+// (16 rows: 15 × 15 747 → 495 ns, but 110 kB of code, and 3.5 min to compile with clang under
+// the fuzz stage's sanitizers against 27 s for 8).
+constexpr int kUnrolled = 8;
 
 // L D Lᵀ without pivoting of the N × N matrix in A's upper triangle into L's lower triangle (the
 // unit factor below the diagonal, the pivots on it) and the pivots' reciprocals. False, with L
@@ -29,30 +31,30 @@ bool factorUnrolled(const double* A, Eigen::Index lda, double threshold, double*
                     Eigen::Index ld, double* inverse_diagonal) {
   double a[N][N];  // a[c][r]: column c, r ≥ c
   double largest = 0.0;
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int c = 0; c < N; ++c) {
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int r = c; r < N; ++r) a[c][r] = A[r * lda + c];
     largest = std::max(largest, a[c][c]);
   }
   const double comfortable = threshold * largest;
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int k = 0; k < N; ++k) {
     if (!(a[k][k] > comfortable)) return false;  // also on NaN
     const double inverse = 1.0 / a[k][k];
     inverse_diagonal[k] = inverse;
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int c = k + 1; c < N; ++c) {
       const double factor = a[k][c] * inverse;
-#pragma GCC unroll 16
+#pragma GCC unroll 8
       for (int r = c; r < N; ++r) a[c][r] -= factor * a[k][r];
     }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int r = k + 1; r < N; ++r) a[k][r] *= inverse;
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int c = 0; c < N; ++c) {
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int r = c; r < N; ++r) L[c * ld + r] = a[c][r];
   }
   return true;
@@ -63,51 +65,49 @@ template <int N>
 void solveUnrolled(const double* L, Eigen::Index ld, const double* inverse_diagonal,
                    const double* b, double* x) {
   double w[N];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int i = 0; i < N; ++i) w[i] = b[i];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int i = 0; i < N; ++i) {
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int j = i + 1; j < N; ++j) w[j] -= w[i] * L[i * ld + j];
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int i = 0; i < N; ++i) w[i] *= inverse_diagonal[i];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int i = N - 1; i >= 0; --i) {
     double sum = w[i];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int j = N - 1; j > i; --j) sum -= L[i * ld + j] * w[j];
     w[i] = sum;
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int i = 0; i < N; ++i) x[i] = w[i];
 }
 
-template <int... N>
-bool factorUnrolledDispatch(int n, std::integer_sequence<int, N...>, const double* A,
-                            Eigen::Index lda, double* L, Eigen::Index ld, double* inverse) {
-  bool done = false;
-  ((n == N + 1 ? (done = factorUnrolled<N + 1>(A, lda, PivotedCholesky::kPivotingThreshold,
-                                                L, ld, inverse),
-                  true)
-               : false) ||
-   ...);
-  return done;
-}
+using FactorFunction = bool (*)(const double*, Eigen::Index, double, double*, Eigen::Index,
+                                double*);
+using SolveFunction = void (*)(const double*, Eigen::Index, const double*, const double*, double*);
 
+// entry n − 1: the code for n rows
 template <int... N>
-void solveUnrolledDispatch(int n, std::integer_sequence<int, N...>, const double* L,
-                           Eigen::Index ld, const double* inverse, const double* b, double* x) {
-  ((n == N + 1 ? (solveUnrolled<N + 1>(L, ld, inverse, b, x), true) : false) || ...);
+constexpr std::array<FactorFunction, sizeof...(N)> factorTable(std::integer_sequence<int, N...>) {
+  return {&factorUnrolled<N + 1>...};
 }
+template <int... N>
+constexpr std::array<SolveFunction, sizeof...(N)> solveTable(std::integer_sequence<int, N...>) {
+  return {&solveUnrolled<N + 1>...};
+}
+constexpr auto kFactorUnrolled = factorTable(std::make_integer_sequence<int, kUnrolled>());
+constexpr auto kSolveUnrolled = solveTable(std::make_integer_sequence<int, kUnrolled>());
 
 }  // namespace
 
 int PivotedCholesky::compute(const Eigen::MatrixXd& A, int n) {
   n_ = n;
   unrolled_ = n > 0 && n <= kUnrolled &&
-              factorUnrolledDispatch(n, std::make_integer_sequence<int, kUnrolled>(), A.data(),
-                                     A.rows(), L_.data(), L_.rows(), inverse_diagonal_.data());
+              kFactorUnrolled[n - 1](A.data(), A.rows(), kPivotingThreshold, L_.data(), L_.rows(),
+                                     inverse_diagonal_.data());
   if (unrolled_) {
     for (int k = 0; k < n; ++k) perm_(k) = k;
     rank_ = active_ = n;
@@ -162,8 +162,7 @@ int PivotedCholesky::compute(const Eigen::MatrixXd& A, int n) {
 void PivotedCholesky::solve(const Eigen::VectorXd& b, Eigen::VectorXd& x) {
   const int n = n_, r = rank_;
   if (unrolled_) {
-    solveUnrolledDispatch(n, std::make_integer_sequence<int, kUnrolled>(), L_.data(), L_.rows(),
-                          inverse_diagonal_.data(), b.data(), x.data());
+    kSolveUnrolled[n - 1](L_.data(), L_.rows(), inverse_diagonal_.data(), b.data(), x.data());
     return;
   }
   // P A Pᵀ = L D Lᵀ with L (n × r) of full column rank

@@ -5,7 +5,7 @@
 // entry, and returns the minimum-norm solution A⁺ b. Redundant constraint rows (a planar linkage
 // closed in 3D) and singular configurations thus give a finite, unique answer. Pivoting starts at
 // the first pivot that is not comfortably above the tolerance: well independent rows (the usual
-// case) are factorised without a search or a swap, and up to 16 of them by code unrolled for
+// case) are factorised without a search or a swap, and up to 8 of them by code unrolled for
 // their number. Sized once; allocation-free.
 #pragma once
 

@@ -38,7 +38,7 @@ Eigen::VectorXd randomVector(std::mt19937& rng, int n) {
 TEST(PivotedCholesky, FullRankSolveMatchesLlt) {
   // SPD with condition numbers of a few hundred at most: LLT and the pivoted solve agree to
   // round-off times the condition, well inside 1e-10
-  // (every size the unrolled path has, 1 to 16, and beyond it), each solver used first on a
+  // (every size the unrolled path has, 1 to 8, and beyond it), each solver used first on a
   // rank-deficient system of the same size (the pivoting path) as the stage reuses its own
   std::mt19937 rng(1);
   for (int n = 1; n <= 20; ++n) {
