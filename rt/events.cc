@@ -11,13 +11,13 @@ namespace hilsim::rt {
 
 namespace {
 std::string format(const char* fmt, auto... args) {
-  char buffer[256];
+  char buffer[512];
   std::snprintf(buffer, sizeof buffer, fmt, args...);
   return buffer;
 }
 }  // namespace
 
-std::string describeFault(const FaultInfo& f) {
+std::string describeFault(const FaultInfo& f, const Model* model) {
   const auto at = [&f] { return format(" (cycle %llu, t = %.6f s)",
                                        static_cast<unsigned long long>(f.cycle), f.time); };
   switch (f.kind) {
@@ -37,11 +37,17 @@ std::string describeFault(const FaultInfo& f) {
                     f.value * 1e-3) + at();
     case FaultKind::kWatchdog:
       return format("watchdog: no command for %.0f consecutive cycles", f.value) + at();
+    case FaultKind::kConstraintFailure:
+      if (model) return describeConstraintFailure(*model, f.constraint) + at();
+      return format("closure %lld stayed open by %g after the step's projection: the fixed step "
+                    "cannot follow the motion at or near a singular configuration of the loops",
+                    static_cast<long long>(f.index), f.value) + at();
   }
   return "unknown fault";
 }
 
-std::string describeEvent(const Event& e, const std::string& source) {
+std::string describeEvent(const Event& e, const std::string& source,
+                          const std::vector<std::string>& closure_names) {
   const std::string head =
       format("%s cycle %llu: ", source.c_str(), static_cast<unsigned long long>(e.cycle));
   switch (e.kind) {
@@ -65,6 +71,15 @@ std::string describeEvent(const Event& e, const std::string& source) {
       f.value = e.x;
       f.cycle = e.cycle;
       f.time = e.sim_time;  // the clock GetStats and Fault report
+      if (f.kind == FaultKind::kConstraintFailure && f.index >= 0 &&
+          f.index < static_cast<std::int64_t>(closure_names.size())) {
+        return head + "fault: " +
+               format("closure '%s' stayed open by %g after the step's projection: the fixed "
+                      "step cannot follow the motion at or near a singular configuration of the "
+                      "loops",
+                      closure_names[f.index].c_str(), f.value) +
+               format(" (cycle %llu, t = %.6f s)", static_cast<unsigned long long>(f.cycle), f.time);
+      }
       return head + "fault: " + describeFault(f);
     }
   }
@@ -87,9 +102,10 @@ EventLogger::~EventLogger() {
   drain();
 }
 
-void EventLogger::attach(std::shared_ptr<EventQueue> queue, std::string source) {
+void EventLogger::attach(std::shared_ptr<EventQueue> queue, std::string source,
+                         std::vector<std::string> closure_names) {
   std::lock_guard lock(mutex_);
-  sources_.push_back(Source{std::move(queue), std::move(source)});
+  sources_.push_back(Source{std::move(queue), std::move(source), std::move(closure_names)});
 }
 
 void EventLogger::detach(const EventQueue* queue) {
@@ -119,7 +135,7 @@ std::size_t EventLogger::drainLocked() {
         logDeadlineMiss(source, event, now);
         continue;
       }
-      const std::string line = describeEvent(event, source.name);
+      const std::string line = describeEvent(event, source.name, source.closure_names);
       const bool serious =
           event.kind == EventKind::kFault || event.kind == EventKind::kWatchdogTripped;
       if (serious) spdlog::warn("{}", line);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/constraints/constraint_stage.h"
 #include "rt/clock.h"
 #include "rt/spsc_queue.h"
 
@@ -32,6 +33,8 @@ enum class FaultKind : std::uint8_t {
   kExplodingState,    ///< index: DoF whose speed exceeded the limit, value: the speed
   kDeadlineMiss,      ///< overrun policy fault; value: lateness [ns]
   kWatchdog,          ///< value: consecutive cycles without a command
+  kConstraintFailure,  ///< a step left a loop open (ConstraintFailure); index: the closure
+                       ///< (Model::loops), value: its error after the projection [m or rad]
 };
 
 struct FaultInfo {
@@ -41,10 +44,12 @@ struct FaultInfo {
   std::int64_t index = -1;
   double value = 0.0;
   std::uint64_t command_sequence = 0;  ///< the command being applied, if any
+  ConstraintFailure constraint;  ///< kConstraintFailure: the constraint stage's figures
 };
 
-/// One line of text for a fault ("" for kNone). Not for the RT thread.
-std::string describeFault(const FaultInfo& fault);
+/// One line of text for a fault ("" for kNone); with the session's model, a constraint failure
+/// names its closure and gives the stage's figures. Not for the RT thread.
+std::string describeFault(const FaultInfo& fault, const Model* model = nullptr);
 
 struct Event {
   EventKind kind = EventKind::kDeadlineMiss;
@@ -69,8 +74,10 @@ class EventQueue {
   SpscQueue<Event> queue_;
 };
 
-/// One line of text for an event of the named source. Not for the RT thread.
-std::string describeEvent(const Event& event, const std::string& source);
+/// One line of text for an event of the named source; `closure_names` (the source's model's loops,
+/// in order) name the closure of a constraint failure. Not for the RT thread.
+std::string describeEvent(const Event& event, const std::string& source,
+                          const std::vector<std::string>& closure_names = {});
 
 /// Drains registered event queues on its own thread every `poll_interval` and logs each event
 /// through spdlog (faults and trips as warnings, the rest as info). Deadline misses are logged
@@ -88,8 +95,10 @@ class EventLogger {
   EventLogger(const EventLogger&) = delete;
   EventLogger& operator=(const EventLogger&) = delete;
 
-  /// Starts draining `queue`, naming its events `source` (e.g. "session 3").
-  void attach(std::shared_ptr<EventQueue> queue, std::string source);
+  /// Starts draining `queue`, naming its events `source` (e.g. "session 3") and the closures of
+  /// its constraint failures by `closure_names` (its model's loops, in order).
+  void attach(std::shared_ptr<EventQueue> queue, std::string source,
+              std::vector<std::string> closure_names = {});
   /// Drains `queue` a last time and forgets it.
   void detach(const EventQueue* queue);
   /// Drains every queue now, on the calling thread. Returns the number of events logged.
@@ -102,6 +111,7 @@ class EventLogger {
   struct Source {
     std::shared_ptr<EventQueue> queue;
     std::string name;
+    std::vector<std::string> closure_names;
     // deadline misses since the last line about them
     Nanoseconds last_miss_line = 0;  // when that line was logged (0: never)
     std::uint64_t reports = 0, misses = 0;

@@ -73,7 +73,11 @@ Session::Session(SessionConfig config, EventLogger* events)
       events_(std::make_shared<EventQueue>()),
       logger_(events) {
   restoreInitialState(q0_, v0_);
-  if (logger_) logger_->attach(events_, config_.name);
+  if (logger_) {
+    std::vector<std::string> closures;
+    for (const LoopClosure& loop : config_.model->loops) closures.push_back(loop.name);
+    logger_->attach(events_, config_.name, std::move(closures));
+  }
 }
 
 Session::~Session() {
@@ -312,7 +316,7 @@ SessionStats Session::stats() const {
   s.watchdog_armed = watchdog_armed_.load(std::memory_order_relaxed);
   s.watchdog_tripped = watchdog_tripped_.load(std::memory_order_relaxed);
   if (s.state == SessionState::kFaulted) {
-    s.fault = describeFault(fault_);
+    s.fault = describeFault(fault_, config_.model.get());
     s.fault_info = fault_;
   }
   return s;
@@ -502,6 +506,13 @@ bool Session::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
   const Nanoseconds step_end = monotonicNow();
   ++cycle_;
 
+  // a loop the step could not keep closed: the state after it is not the mechanism's
+  if (const ConstraintFailure& failure = simulator_.constraintFailure();
+      failure.kind != ConstraintFailure::Kind::kNone) {
+    fault_.constraint = failure;
+    fault(FaultKind::kConstraintFailure, failure.closure, failure.error, current_.sequence);
+    return false;
+  }
   const Eigen::VectorXd& q = simulator_.q();
   const Eigen::VectorXd& v = simulator_.v();
   for (int k = 0; k < model.nq; ++k) {

@@ -39,6 +39,9 @@ void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* o
     case rt::FaultKind::kExplodingState: out->set_kind(v1::Fault::KIND_EXPLODING_STATE); break;
     case rt::FaultKind::kDeadlineMiss: out->set_kind(v1::Fault::KIND_DEADLINE_MISS); break;
     case rt::FaultKind::kWatchdog: out->set_kind(v1::Fault::KIND_WATCHDOG); break;
+    case rt::FaultKind::kConstraintFailure:
+      out->set_kind(v1::Fault::KIND_CONSTRAINT_FAILURE);
+      break;
   }
   out->set_reason(reason);
   out->set_cycle(fault.cycle);

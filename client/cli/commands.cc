@@ -591,17 +591,22 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
     const auto t0 = Clock::now();
     sim.step(tau);
     stepping += Clock::now() - t0;
-    if (!sim.q().allFinite() || !sim.v().allFinite()) {
+    const bool failed = sim.constraintFailure().kind != ConstraintFailure::Kind::kNone;
+    if (failed || !sim.q().allFinite() || !sim.v().allFinite()) {
       std::string kept;
       if (output) {
-        // the finite rows so far (where the motion went wrong), not an empty file
+        // the rows so far (where the motion went wrong), not an empty file
         output->write(buffer);
         output->close();
         kept = "; the " + std::to_string(summary.rows_written) + " rows before it are in " +
                options.output;
       }
-      throw CliError("simulation diverged at step " + std::to_string(k + 1) + " (t = " +
-                     general(sim.time()) + " s): non-finite state; try a smaller --dt" + kept);
+      const std::string at = " at step " + std::to_string(k + 1) + " (t = " + general(sim.time()) + " s): ";
+      if (failed) {
+        throw CliError("simulation stopped" + at +
+                       describeConstraintFailure(model, sim.constraintFailure()) + kept);
+      }
+      throw CliError("simulation diverged" + at + "non-finite state; try a smaller --dt" + kept);
     }
     if (output) appendState();
   }
@@ -613,6 +618,8 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
   summary.step_time = std::chrono::duration<double>(stepping).count();
   summary.simulated_time = static_cast<double>(summary.steps) * options.dt;
   summary.final_energy = sim.energy();
+  summary.applied_work = sim.appliedWork();
+  summary.dissipated_energy = sim.dissipatedEnergy();
   summary.q = sim.q();
   summary.v = sim.v();
   return summary;
@@ -636,11 +643,13 @@ void writeSimulateSummary(const Model& model, const SimulateOptions& options,
   const double drift = summary.relativeEnergyDrift();
   s << "energy           initial " << general(summary.initial_energy) << " J, final "
     << general(summary.final_energy) << " J, relative drift "
-    << (std::isnan(drift) ? std::string("n/a") : general(drift, 3))
-    << (model.damping.size() > 0 && model.damping.maxCoeff() > 0.0
-            ? " (joint damping dissipates energy)"
-            : "")
-    << "\n";
+    << (std::isnan(drift) ? std::string("n/a") : general(drift, 3)) << "\n";
+  // what changed it: E − E₀ = W − D, up to what the integration (and a loop's projection) did
+  const double change = summary.final_energy - summary.initial_energy;
+  const double unaccounted = change - (summary.applied_work - summary.dissipated_energy);
+  s << "energy balance   applied forces did " << general(summary.applied_work, 6)
+    << " J of work, dampers took out " << general(summary.dissipated_energy, 6)
+    << " J; the integration changed it by " << general(unaccounted, 3) << " J more\n";
   s << "final state      |q| " << general(summary.q.norm(), 6) << ", |v| "
     << general(summary.v.norm(), 6) << "\n";
   if (!options.output.empty()) {

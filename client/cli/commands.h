@@ -72,6 +72,8 @@ struct SimulateSummary {
   double step_time = 0.0;             ///< [s] inside Simulator::step only
   double initial_energy = 0.0;        ///< [J]
   double final_energy = 0.0;          ///< [J]
+  double applied_work = 0.0;          ///< work of the joint forces over the run [J]
+  double dissipated_energy = 0.0;     ///< energy the dampers took out over the run [J]
   Eigen::VectorXd q, v;               ///< final state
   long long rows_written = 0;         ///< trajectory rows (0 without output)
   double meanStepNs() const { return steps > 0 ? 1e9 * step_time / steps : 0.0; }
@@ -83,7 +85,8 @@ struct SimulateSummary {
 /// Runs the simulation from (q0, v0) (default: the model's initial configuration at rest, assembled
 /// when it has loops) under constant joint forces options.tau (default zero); writes the trajectory
 /// (header t, q_…, v_…, energy; one row per step plus the initial state) when options.output is set.
-/// Throws CliError on bad options or when the state becomes non-finite.
+/// Throws CliError on bad options, when a step leaves a loop open (the constraint stage's failure,
+/// naming the closure) or when the state becomes non-finite.
 SimulateSummary simulate(std::shared_ptr<const Model> model, const SimulateOptions& options);
 
 /// Human-readable summary of a run.

@@ -527,7 +527,8 @@ void evaluateClosuresPortable(const Model& model, const Data& data, const Closur
 }
 }  // namespace detail
 
-void addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces) {
+double addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces) {
+  double dissipated = 0.0;
   for (const SpringDamper& e : model.force_elements) {
     const Transform at_a(Matrix3::Identity(), e.point_a), at_b(Matrix3::Identity(), e.point_b);
     const FrameMotion A = frameMotion(model, data, e.body_a, at_a, false, FrameTerms::kPose);
@@ -545,12 +546,14 @@ void addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd
     // tension pulls the points together: −T u on b at p_B, +T u on a at p_A, i.e. Q = −T rowᵀ
     // with the row of ℓ̇
     const double tension = e.stiffness * (length - e.rest_length) + e.damping * rate;
+    dissipated += e.damping * rate * rate;
     const Vector6 g_b = pointRow(B.p, u), g_a = pointRow(A.p, -u);
     for (int dof = lastDof(model, e.body_b); dof >= 0; dof = model.dof_parent[dof])
       forces(dof) -= tension * g_b.dot(data.S_W.col(dof));
     for (int dof = lastDof(model, e.body_a); dof >= 0; dof = model.dof_parent[dof])
       forces(dof) -= tension * g_a.dot(data.S_W.col(dof));
   }
+  return dissipated;
 }
 
 double forceElementEnergy(const Model& model, const Data& data) {

@@ -47,8 +47,8 @@ void evaluateClosuresPortable(const Model& model, const Data& data, const Closur
 
 /// Adds the generalised forces of the force elements (model.force_elements) to `forces` (nv)
 /// [N·m, N], at the kinematics in Data (X_WB, S_W, V_W). A spring–damper whose points coincide
-/// has no direction and exerts nothing.
-void addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces);
+/// has no direction and exerts nothing. Returns the power their dampers take out, Σ c ℓ̇² [W].
+double addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces);
 
 /// Potential energy of the force elements' springs, Σ ½ k (ℓ − ℓ₀)², at the poses in Data [J].
 double forceElementEnergy(const Model& model, const Data& data);

@@ -12,10 +12,41 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstdint>
+#include <string>
 
 #include "engine/model/data.h"
 
 namespace hilsim {
+
+/// Why a constraint stage could not keep its constraints in a step: plain numbers, recorded on the
+/// real-time thread, described off it (describeConstraintFailure). docs/LOOPS.md, "Singular
+/// configurations".
+struct ConstraintFailure {
+  enum class Kind : std::uint8_t {
+    kNone,
+    /// The projection after a step left a loop open by more than 1e-9 m or rad: its Gauss–Newton
+    /// step no longer closes what the step opened, and the step no longer follows the motion (at
+    /// or near a singular configuration, where the closure forces grow without bound and the
+    /// rows' linearisation fails; or a step far too long for the motion).
+    kLoopOpened,
+  };
+  Kind kind = Kind::kNone;
+  int closure = -1;       ///< the closure (index in Model::loops) of the worst row
+  int row = -1;           ///< that row among the closure's (docs/LOOPS.md, "Closure types")
+  double error = 0.0;     ///< that row's error after the projection [m or rad, as the row]
+  double drift = 0.0;     ///< ‖C‖∞ the step left before the projection [m, rad]
+  double limit = 0.0;     ///< the error the projection must reach [m, rad]
+  int rank = 0;           ///< numerical rank of the rows at the projection
+  int nominal_rank = 0;   ///< their rank at the last assembly (where the motion started)
+  double force = 0.0;     ///< the largest closure force of the step's first evaluation [N, N·m]
+  double time = 0.0;      ///< simulation time at the end of the step [s] (set by the Simulator)
+};
+
+/// One line naming the closure and what it met, e.g. "closure 'rod_1a' (distance) opened by
+/// 2.1e-05 m in the step to t = 0.631 s and the projection left 3.4e-07 m: ...". Not for the
+/// real-time thread. "" for kNone.
+std::string describeConstraintFailure(const Model& model, const ConstraintFailure& failure);
 
 class ConstraintStage {
  public:
@@ -42,6 +73,15 @@ class ConstraintStage {
 
   /// Potential energy the stage's elements store at q (springs between bodies) [J].
   virtual double potentialEnergy(const Model&, Data&, const Eigen::VectorXd&) { return 0.0; }
+
+  /// Power the stage's dampers took out at the last accelerations() [W] (≥ 0).
+  virtual double dissipatedPower() const { return 0.0; }
+
+  /// The first failure since the last assemble() (kind kNone while the constraints hold).
+  virtual const ConstraintFailure& failure() const {
+    static const ConstraintFailure kNone;
+    return kNone;
+  }
 };
 
 }  // namespace hilsim

@@ -18,6 +18,17 @@ double maxNorm(const Eigen::VectorXd& x) { return x.size() == 0 ? 0.0 : x.cwiseA
 constexpr double kAssemblyTolerance = 1e-13;
 constexpr int kAssemblyIterations = 100;
 
+// The largest closure error [m, rad] a step may leave after its projection. The projection's
+// Gauss–Newton step brings a step's drift back to round-off (1e-16 on the bundled mechanisms);
+// a loop still open by more after it means that the rows' linearisation no longer holds over the
+// step, and the step no longer follows the motion (docs/LOOPS.md, "Singular configurations"):
+// the stage records a failure. Only a step whose drift exceeds kQuietDrift is checked (a second
+// evaluation of the rows): from closer, one Gauss–Newton step leaves more than the tolerance
+// only where the rows are at the factorisation's rank threshold, and what it leaves is then the
+// next step's drift, checked there.
+constexpr double kClosureTolerance = 1e-9;
+constexpr double kQuietDrift = 1e-10;
+
 // W's rows: the Delassus operators write its upper triangle four rows at a time (a column's
 // last block whole, past the k-th row, where W has the rows)
 int paddedRows(int rows) { return (rows + 3) / 4 * 4; }
@@ -90,7 +101,7 @@ void LoopClosureStage::accelerations(const Model& model, Data& data, const Eigen
   bool body_accelerations = leaves_body_accelerations_;  // A_W of q̈ in Data
   if (!model.force_elements.empty()) {
     generalized_force_.setZero();
-    addForceElementForces(model, data, generalized_force_);
+    dissipated_power_ = addForceElementForces(model, data, generalized_force_);
     inverse_inertia_(model, data, generalized_force_);  // an nv × 1 column
     qdd += generalized_force_;
     body_accelerations = false;
@@ -174,15 +185,40 @@ void LoopClosureStage::project(const Model& model, Data& data, Eigen::VectorXd& 
   // with the J Jᵀ of the last iteration (the step is of the order of the drift, 1e-12, so the
   // Jacobian at the corrected q differs from it by that much)
   for (int k = 0; k < iterations; ++k) {
-    positionRows(model, data, q);
+    const double error = positionRows(model, data, q);
     W_.topRows(rows_).noalias() = J().lazyProduct(J().transpose());
     solver_.compute(W_, rows_);
+    if (k == 0) step_drift_ = error;
     solver_.solve(C_, rhs_);
     step_.noalias() = J().transpose() * rhs_;  // −Δ (a negated product would be a temporary)
     integrateConfiguration(model, q, step_, -1.0, q_trial_);
     q = q_trial_;
   }
   projectVelocityFactored(v);
+  // A drift above round-off: the loops must be closed again. Not retried with more Gauss–Newton
+  // steps: those close the loops after a step of any size, garbage included (a delta robot's
+  // step that opened them by 0.27 m, its speeds at 1e3 rad/s), and hide the failure.
+  if (step_drift_ > kQuietDrift && positionRows(model, data, q) > kClosureTolerance)
+    recordFailure(model);
+}
+
+void LoopClosureStage::recordFailure(const Model& model) {
+  if (failure_.kind != ConstraintFailure::Kind::kNone) return;  // the first one tells
+  int worst = 0;
+  for (int r = 1; r < rows_; ++r)
+    if (std::abs(C_(r)) > std::abs(C_(worst))) worst = r;
+  int closure = 0, first_row = 0;
+  while (worst >= first_row + closureRows(model.loops[closure].type))
+    first_row += closureRows(model.loops[closure++].type);
+  failure_.kind = ConstraintFailure::Kind::kLoopOpened;
+  failure_.closure = closure;
+  failure_.row = worst - first_row;
+  failure_.error = std::abs(C_(worst));
+  failure_.drift = step_drift_;
+  failure_.limit = kClosureTolerance;
+  failure_.rank = solver_.rank();
+  failure_.nominal_rank = nominal_rank_;
+  failure_.force = maxNorm(lambda_);
 }
 
 double LoopClosureStage::assemble(const Model& model, Data& data, Eigen::VectorXd& q,
@@ -212,6 +248,9 @@ double LoopClosureStage::assemble(const Model& model, Data& data, Eigen::VectorX
   }
   positionRows(model, data, q);
   projectVelocity(v);
+  nominal_rank_ = solver_.rank();
+  failure_ = ConstraintFailure{};
+  step_drift_ = 0.0;
   return position_error_;
 }
 

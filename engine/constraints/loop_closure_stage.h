@@ -38,6 +38,8 @@ class LoopClosureStage final : public ConstraintStage {
   void project(const Model& model, Data& data, Eigen::VectorXd& q, Eigen::VectorXd& v) override;
   double assemble(const Model& model, Data& data, Eigen::VectorXd& q, Eigen::VectorXd& v) override;
   double potentialEnergy(const Model& model, Data& data, const Eigen::VectorXd& q) override;
+  double dissipatedPower() const override { return dissipated_power_; }
+  const ConstraintFailure& failure() const override { return failure_; }
 
   /// Closure forces λ of the last accelerations() (m = model.nconstraints), in the directions of
   /// the rows (docs/LOOPS.md): a force [N] or torque [N·m] on body b, its opposite on body a.
@@ -49,6 +51,10 @@ class LoopClosureStage final : public ConstraintStage {
   int rank() const { return solver_.rank(); }
   /// ‖C(q)‖∞ at the last accelerations(), project() or assemble() [m, rad].
   double positionError() const { return position_error_; }
+  /// ‖C(q)‖∞ the last step left before project() moved q back [m, rad]: the step's drift.
+  double stepDrift() const { return step_drift_; }
+  /// Numerical rank of the rows (of J Jᵀ) at the last assembly: where the motion started.
+  int nominalRank() const { return nominal_rank_; }
 
  private:
   // The rows whose Jacobian row is not identically zero into constraint_rows_.active
@@ -59,6 +65,9 @@ class LoopClosureStage final : public ConstraintStage {
   void projectVelocity(Eigen::VectorXd& v);
   // the same with J Jᵀ already factorised in solver_
   void projectVelocityFactored(Eigen::VectorXd& v);
+  // failure_ (unless one is recorded) from the worst row of C_ after a projection and the rank of
+  // its factorisation
+  void recordFailure(const Model& model);
 
   auto& J() { return constraint_rows_.jacobian; }
   // W ← J M⁻¹ Jᵀ on the active rows through inverse_inertia_ (no delassus_ operator)
@@ -77,7 +86,9 @@ class LoopClosureStage final : public ConstraintStage {
   Eigen::VectorXd compact_rhs_, compact_lambda_;
   Eigen::VectorXd generalized_force_, q_trial_, step_;
   PivotedCholesky solver_;
-  double position_error_ = 0.0;
+  double position_error_ = 0.0, step_drift_ = 0.0, dissipated_power_ = 0.0;
+  int nominal_rank_ = 0;
+  ConstraintFailure failure_;
 };
 
 }  // namespace hilsim

@@ -10,6 +10,27 @@
 
 namespace hilsim {
 
+namespace {
+
+// The power joint damping (vᵀ diag(d) v) and the flexible bodies' modal damping (η̇ᵀ C η̇) take
+// out at velocity v [W]
+double jointDampingPower(const Model& model, const Eigen::VectorXd& v) {
+  double power = model.damping.size() == 0 ? 0.0 : v.cwiseAbs2().dot(model.damping);
+  if (model.has_flexible_bodies) {
+    for (int i = 1; i < model.nbodies; ++i) {
+      const int n = model.nmodes[i];
+      if (n == 0) continue;
+      // η̇ᵀ C η̇ entry by entry: C η̇ would be a temporary on the heap
+      const auto rate = v.segment(model.idxModesV(i), n);
+      const Eigen::MatrixXd& C = model.flexible[i].damping;
+      for (int k = 0; k < n; ++k) power += rate(k) * C.col(k).dot(rate);
+    }
+  }
+  return power;
+}
+
+}  // namespace
+
 std::optional<Integrator> parseIntegrator(std::string_view name) {
   if (name == "euler" || name == "semi-implicit-euler") return Integrator::kSemiImplicitEuler;
   if (name == "rk4") return Integrator::kRk4;
@@ -94,6 +115,9 @@ void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   time_ = time;
   if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   makeVelocityConsistent(last_tau_);
+  applied_work_ = 0.0;
+  dissipated_energy_ = 0.0;
+  failure_ = ConstraintFailure{};
 }
 
 const Eigen::VectorXd& Simulator::accelerations(const Eigen::VectorXd& q,
@@ -110,17 +134,24 @@ void Simulator::step(const Eigen::VectorXd& tau) {
   switch (integrator_) {
     case Integrator::kSemiImplicitEuler: {
       qdd_ = accelerations(q_, v_, tau);
+      const double stage_power = constraints_ ? constraints_->dissipatedPower() : 0.0;
       v_ += h * qdd_;
       integrateConfiguration(model, q_, v_, h, q_);
+      // q moves with the new velocity: the forces' power at it (the stage's at the old one)
+      applied_work_ += h * tau.dot(v_);
+      dissipated_energy_ += h * (jointDampingPower(model, v_) + stage_power);
       break;
     }
     case Integrator::kImexEuler: {
       qdd_ = accelerations(q_, v_, tau);
+      if (constraints_) dissipated_energy_ += h * constraints_->dissipatedPower();
       if (model.nalgebraic > 0) algebraic_.capture(model, data_);  // L at q_n, from this aba
       v_ += h * qdd_;
       // v_{n+1} = v_n + h q̈ + L x with γ(q_n ⊕ h v_{n+1}, v_{n+1}) = 0 (linearly implicit)
       if (model.nalgebraic > 0) algebraic_.newtonStep(model, data_, q_, v_, tau, h);
       integrateConfiguration(model, q_, v_, h, q_);
+      applied_work_ += h * tau.dot(v_);
+      dissipated_energy_ += h * jointDampingPower(model, v_);
       break;
     }
     case Integrator::kRk4: {
@@ -130,6 +161,7 @@ void Simulator::step(const Eigen::VectorXd& tau) {
       theta_sum_.setZero();
       a_sum_.setZero();
       theta_.setZero();
+      double power_sum = 0.0, damping_sum = 0.0;
       for (int stage = 0; stage < 4; ++stage) {
         const double c = kStageFraction[stage];
         // stage state: q ⊕ θ, v + c h a_prev (theta_ already holds c h K_prev)
@@ -142,6 +174,9 @@ void Simulator::step(const Eigen::VectorXd& tau) {
         }
         const Eigen::VectorXd& a = accelerations(q_stage_, v_stage_, tau);
         if (stage == 0) qdd_ = a;
+        // ∫ τ·v dt and the dampers' ∫ P dt by the same quadrature as the state
+        power_sum += kWeight[stage] * tau.dot(v_stage_);
+        damping_sum += kWeight[stage] * dampingPower(v_stage_);
         tangentRate(model, theta_, v_stage_, theta_rate_);
         theta_sum_ += kWeight[stage] * theta_rate_;
         a_sum_ += kWeight[stage] * a;
@@ -149,13 +184,28 @@ void Simulator::step(const Eigen::VectorXd& tau) {
       }
       integrateConfiguration(model, q_, theta_sum_, h / 6.0, q_);
       v_ += (h / 6.0) * a_sum_;
+      applied_work_ += (h / 6.0) * power_sum;
+      dissipated_energy_ += (h / 6.0) * damping_sum;
       break;
     }
   }
-  if (constraints_) constraints_->project(model, data_, q_, v_);
   time_ += h;
+  if (constraints_) {
+    constraints_->project(model, data_, q_, v_);
+    if (failure_.kind == ConstraintFailure::Kind::kNone &&
+        constraints_->failure().kind != ConstraintFailure::Kind::kNone) {
+      failure_ = constraints_->failure();
+      failure_.time = time_;
+    }
+  }
   last_tau_ = tau;
 }
+
+double Simulator::dampingPower(const Eigen::VectorXd& v) const {
+  return jointDampingPower(*model_, v) + (constraints_ ? constraints_->dissipatedPower() : 0.0);
+}
+
+const ConstraintFailure& Simulator::constraintFailure() const { return failure_; }
 
 double Simulator::energy() {
   const double stage = constraints_ ? constraints_->potentialEnergy(*model_, data_, q_) : 0.0;

@@ -82,10 +82,28 @@ class Simulator {
   /// Kinetic + potential energy at the current state, springs of force elements included [J].
   double energy();
 
+  /// Work the applied joint forces did on the system since construction or the last setState()
+  /// [J]: ∫ τ·v dt by the integrator's own quadrature (RK4: its weights on its four stages;
+  /// the Euler steps: h τ·v at the new velocity, with which they move q).
+  double appliedWork() const { return applied_work_; }
+  /// Energy the dampers took out over the same time [J] (≥ 0): ∫ vᵀ diag(d) v dt of the joint
+  /// (and modal) damping plus the constraint stage's dampers (force elements), same quadrature.
+  /// With them, energy() − E₀ = appliedWork() − dissipatedEnergy() up to the integration error
+  /// (and the energy the projection onto the constraints removes): docs/ENGINE.md.
+  double dissipatedEnergy() const { return dissipated_energy_; }
+
+  /// How the constraint stage failed to keep its constraints in a step since construction or the
+  /// last setState() (the first failure; kind kNone when none did): a loop the step opened and
+  /// its projection could not close. The state after it no longer satisfies the closures.
+  const ConstraintFailure& constraintFailure() const;
+
  private:
   /// q̈ at (q, v) under tau: the formulation's, then the constraint stage's. Into data_.qdd.
   const Eigen::VectorXd& accelerations(const Eigen::VectorXd& q, const Eigen::VectorXd& v,
                                        const Eigen::VectorXd& tau);
+  /// Power the dampers take out at velocity v [W]: vᵀ diag(d) v plus the stage's, whose
+  /// dissipation is that of its last accelerations() (so at v after accelerations(q, v, ·)).
+  double dampingPower(const Eigen::VectorXd& v) const;
 
   std::shared_ptr<const Model> model_;
   Data data_;
@@ -101,6 +119,8 @@ class Simulator {
   Eigen::VectorXd last_tau_, gamma_;
   std::unique_ptr<ConstraintStage> constraints_;
   double assembly_error_ = 0.0;
+  double applied_work_ = 0.0, dissipated_energy_ = 0.0;
+  ConstraintFailure failure_;
 };
 
 }  // namespace hilsim

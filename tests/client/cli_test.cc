@@ -616,21 +616,48 @@ TEST_F(CliTest, InfoReportsLoopsMobilityAndAssembly) {
 }
 
 TEST_F(CliTest, SimulateHoldsTheGivenJointForcesOnALoopModel) {
-  // the delta robot's three motors push down: the platform, held by the rods, goes down; the
-  // wrong number of values is a usage error
+  // the delta robot's three motors lift their arms against gravity (0.8 N·m, about 0.5 N·m hold
+  // them): the platform, held by the rods, goes up, the arms staying inside their limits; the
+  // summary gives the work the motors did and what the joint damping took out; the wrong number
+  // of values is a usage error
   const RunResult r = runInProcess({"simulate", "--model", "delta", "--duration", "0.2",
-                                    "--tau", "3,3,3,0,0,0,0,0,0", "--output",
+                                    "--tau", "-0.8,-0.8,-0.8,0,0,0,0,0,0", "--output",
                                     path("delta.csv").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const Csv trajectory = readCsv(path("delta.csv"));
   ASSERT_EQ(trajectory.rows.size(), 201u);
   const std::size_t platform_z = 1 + 3 + 2;  // t, three motors, then x y z of the platform
   EXPECT_EQ(trajectory.header.at(platform_z), "q_platform_joint_2");
-  EXPECT_LT(trajectory.rows.back()[platform_z], trajectory.rows.front()[platform_z] - 0.01);
+  EXPECT_GT(trajectory.rows.back()[platform_z], trajectory.rows.front()[platform_z] + 0.01);
+  for (std::size_t motor = 1; motor <= 3; ++motor) {
+    EXPECT_LT(trajectory.rows.back()[motor], trajectory.rows.front()[motor] - 0.1);
+    EXPECT_GT(trajectory.rows.back()[motor], -0.6);  // the lower limit
+  }
+  EXPECT_NE(r.out.find("energy balance   applied forces did 1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" J of work, dampers took out 0.03"), std::string::npos) << r.out;
   const RunResult wrong = runInProcess({"simulate", "--model", "delta", "--tau", "1,2"});
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.err.find("--tau: expected 9 comma-separated values, got 2"), std::string::npos)
       << wrong.err;
+}
+
+TEST_F(CliTest, SimulateStopsWhereALoopOpensNamingTheClosure) {
+  // 5 N·m held on each motor of the delta (no joint limits yet) spins its arms up until a step no
+  // longer follows the motion, near 0.28 s: the run stops there naming the rod, not at 1e24
+  const RunResult r = runInProcess({"simulate", "--model", "delta", "--duration", "2",
+                                    "--tau", "5,5,5,0,0,0,0,0,0", "--output",
+                                    path("delta.csv").string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("simulation stopped at step "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": closure 'rod_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(distance) stayed open by "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("singular configuration"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rows before it are in "), std::string::npos) << r.err;
+  const Csv trajectory = readCsv(path("delta.csv"));
+  EXPECT_GT(trajectory.rows.size(), 100u);
+  EXPECT_LT(trajectory.rows.size(), 2001u);
+  for (const auto& row : trajectory.rows)
+    for (double x : row) ASSERT_LT(std::abs(x), 1e4);  // every row kept is a sane one
 }
 
 TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {

@@ -508,13 +508,14 @@ TEST(Contract, EnumsMapOneToOneOntoTheCppEnums) {
 
 TEST(Contract, FaultKindsHaveTheNumbersOfTheCppEnum) {
   // rt::FaultKind has no names; the contract mirrors it number for number (kNone = UNSPECIFIED)
-  EXPECT_EQ(v1::Fault::Kind_descriptor()->value_count(), 6);
+  EXPECT_EQ(v1::Fault::Kind_descriptor()->value_count(), 7);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kNone), v1::Fault::KIND_UNSPECIFIED);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kNonFiniteCommand), v1::Fault::KIND_NON_FINITE_COMMAND);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kNonFiniteState), v1::Fault::KIND_NON_FINITE_STATE);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kExplodingState), v1::Fault::KIND_EXPLODING_STATE);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kDeadlineMiss), v1::Fault::KIND_DEADLINE_MISS);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kWatchdog), v1::Fault::KIND_WATCHDOG);
+  EXPECT_EQ(static_cast<int>(rt::FaultKind::kConstraintFailure), v1::Fault::KIND_CONSTRAINT_FAILURE);
 }
 
 TEST(Contract, WireFieldsHoldTheCppRecords) {

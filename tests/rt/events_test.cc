@@ -45,6 +45,15 @@ TEST(Events, DescriptionsCarryTheNumbers) {
             "s1 cycle 7: watchdog tripped after 20 cycles without a command, policy zero");
   FaultInfo fault{FaultKind::kNonFiniteCommand, 9, 0.009, 3, std::nan(""), 17};
   EXPECT_EQ(describeFault(fault), "command 17 has a non-finite torque nan at DoF 3 (cycle 9, t = 0.009000 s)");
+  // a constraint failure names the closure where the closure names are known
+  Event opened{EventKind::kFault, 0, 280, static_cast<std::int64_t>(FaultKind::kConstraintFailure),
+               1, 2.5e-9, 0.28};
+  EXPECT_EQ(describeEvent(opened, "s1", {"rod_1a", "rod_1b"}),
+            "s1 cycle 280: fault: closure 'rod_1b' stayed open by 2.5e-09 after the step's "
+            "projection: the fixed step cannot follow the motion at or near a singular "
+            "configuration of the loops (cycle 280, t = 0.280000 s)");
+  EXPECT_NE(describeEvent(opened, "s1").find("fault: closure 1 stayed open by 2.5e-09"),
+            std::string::npos);
 }
 
 TEST(EventLogger, SessionEventsReachTheLogFromTheLoggerThread) {

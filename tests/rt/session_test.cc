@@ -249,6 +249,37 @@ TEST(Session, DivergingStateFaultsWithTheOffendingDof) {
   EXPECT_LE(std::abs(s.latestState().v[0]), 2.0) << "the published state is the last good one";
 }
 
+TEST(Session, ALoopTheStepCannotKeepClosedFaultsNamingTheClosure) {
+  // 5 N·m held on the delta's motors (no joint limits) spins its arms up until a step no longer
+  // follows the motion (near 0.28 s): the session faults there naming the rod, instead of running
+  // on towards 1e24; the published state is the last good one
+  static const auto delta = std::make_shared<const Model>(loadModel("delta"));
+  SessionConfig c = config(SessionMode::kFree, delta);
+  Session s(c);
+  Command push = command(*delta, 1, 0.0);
+  for (int k = 0; k < 3; ++k) push.tau[k] = 5.0;
+  ASSERT_TRUE(s.pushCommand(push));
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(eventually([&] { return s.state() == SessionState::kFaulted; }));
+  const SessionStats stats = s.stats();
+  EXPECT_EQ(stats.fault_info.kind, FaultKind::kConstraintFailure);
+  ASSERT_GE(stats.fault_info.index, 0);
+  ASSERT_LT(stats.fault_info.index, static_cast<std::int64_t>(delta->loops.size()));
+  const std::string rod = delta->loops[stats.fault_info.index].name;
+  EXPECT_NE(stats.fault.find("closure '" + rod + "' (distance) stayed open by"), std::string::npos)
+      << stats.fault;
+  EXPECT_NE(stats.fault.find("singular configuration"), std::string::npos) << stats.fault;
+  EXPECT_NE(stats.fault.find("(cycle "), std::string::npos) << stats.fault;
+  EXPECT_GT(stats.fault_info.value, 1e-9);
+  EXPECT_LT(stats.fault_info.time, 2.0);
+  const Eigen::VectorXd v = s.latestState().v;
+  EXPECT_TRUE(v.allFinite());
+  EXPECT_LT(v.cwiseAbs().maxCoeff(), 1e3) << "the published state is the last good one";
+  s.reset();
+  EXPECT_EQ(s.state(), SessionState::kCreated);
+  EXPECT_TRUE(s.stats().fault.empty());
+}
+
 /// A realtime session at 1 kHz given one command and then left silent.
 struct SilentController {
   explicit SilentController(WatchdogPolicy policy) {
