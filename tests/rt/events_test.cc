@@ -43,7 +43,7 @@ TEST(Events, DescriptionsCarryTheNumbers) {
   Event trip{EventKind::kWatchdogTripped, 0, 7, 20, static_cast<std::int64_t>(WatchdogPolicy::kZeroTorque), 0.0};
   EXPECT_EQ(describeEvent(trip, "s1"),
             "s1 cycle 7: watchdog tripped after 20 cycles without a command, policy zero");
-  FaultInfo fault{FaultKind::kNonFiniteCommand, 9, 0.009, 3, std::nan(""), 17};
+  FaultInfo fault{FaultKind::kNonFiniteCommand, 9, 0.009, 3, std::nan(""), 17, {}};
   EXPECT_EQ(describeFault(fault), "command 17 has a non-finite torque nan at DoF 3 (cycle 9, t = 0.009000 s)");
   // a constraint failure names the closure where the closure names are known
   Event opened{EventKind::kFault, 0, 280, static_cast<std::int64_t>(FaultKind::kConstraintFailure),

@@ -272,9 +272,11 @@ TEST(Session, ALoopTheStepCannotKeepClosedFaultsNamingTheClosure) {
   EXPECT_NE(stats.fault.find("(cycle "), std::string::npos) << stats.fault;
   EXPECT_GT(stats.fault_info.value, 1e-9);
   EXPECT_LT(stats.fault_info.time, 2.0);
-  const Eigen::VectorXd v = s.latestState().v;
-  EXPECT_TRUE(v.allFinite());
-  EXPECT_LT(v.cwiseAbs().maxCoeff(), 1e3) << "the published state is the last good one";
+  const auto published = s.latestState();
+  for (int k = 0; k < delta->nv; ++k) {
+    EXPECT_TRUE(std::isfinite(published.v[k]));
+    EXPECT_LT(std::abs(published.v[k]), 1e3) << "the published state is the last good one";
+  }
   s.reset();
   EXPECT_EQ(s.state(), SessionState::kCreated);
   EXPECT_TRUE(s.stats().fault.empty());
