@@ -21,7 +21,7 @@ constexpr int kAssemblyIterations = 100;
 // The largest closure error [m, rad] a step may leave after its projection. The projection's
 // Gauss–Newton step brings a step's drift back to round-off (1e-16 on the bundled mechanisms);
 // a loop still open by more after it means that the rows' linearisation no longer holds over the
-// step, and the step no longer follows the motion (docs/LOOPS.md, "Singular configurations"):
+// step, and the step no longer follows the motion (docs/LOOPS.md, "When a step cannot follow"):
 // the stage records a failure. Only a step whose drift exceeds kQuietDrift is checked (a second
 // evaluation of the rows): from closer, one Gauss–Newton step leaves more than the tolerance
 // only where the rows are at the factorisation's rank threshold, and what it leaves is then the

@@ -52,6 +52,8 @@ class LoopClosureStage final : public ConstraintStage {
   /// ‖C(q)‖∞ at the last accelerations(), project() or assemble() [m, rad].
   double positionError() const { return position_error_; }
   /// ‖C(q)‖∞ the last step left before project() moved q back [m, rad]: the step's drift.
+  /// A step whose projection leaves a loop open by more than 1e-9 [m, rad] is a failure():
+  /// docs/LOOPS.md, "When a step cannot follow".
   double stepDrift() const { return step_drift_; }
   /// Numerical rank of the rows (of J Jᵀ) at the last assembly: where the motion started.
   int nominalRank() const { return nominal_rank_; }
