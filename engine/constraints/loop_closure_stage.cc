@@ -198,8 +198,15 @@ void LoopClosureStage::project(const Model& model, Data& data, Eigen::VectorXd& 
   // A drift above round-off: the loops must be closed again. Not retried with more Gauss–Newton
   // steps: those close the loops after a step of any size, garbage included (a delta robot's
   // step that opened them by 0.27 m, its speeds at 1e3 rad/s), and hide the failure.
-  if (step_drift_ > kQuietDrift && positionRows(model, data, q) > kClosureTolerance)
+  if (step_drift_ > kQuietDrift && closureError(model, data, q) > kClosureTolerance)
     recordFailure(model);
+}
+
+double LoopClosureStage::closureError(const Model& model, Data& data, const Eigen::VectorXd& q) {
+  forwardKinematics(model, data, q);
+  evaluateClosures(model, data, {.position_error = &C_});
+  position_error_ = maxNorm(C_);
+  return position_error_;
 }
 
 void LoopClosureStage::recordFailure(const Model& model) {

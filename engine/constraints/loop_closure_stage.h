@@ -63,6 +63,8 @@ class LoopClosureStage final : public ConstraintStage {
   void findStructuralRows(const Model& model);
   // C and J at q (forward kinematics first); returns ‖C‖∞
   double positionRows(const Model& model, Data& data, const Eigen::VectorXd& q);
+  // C alone at q (forward kinematics first); returns ‖C‖∞
+  double closureError(const Model& model, Data& data, const Eigen::VectorXd& q);
   // v ← v − Jᵀ (J Jᵀ)⁺ J v with the J of the last positionRows()
   void projectVelocity(Eigen::VectorXd& v);
   // the same with J Jᵀ already factorised in solver_
