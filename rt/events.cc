@@ -15,6 +15,12 @@ std::string format(const char* fmt, auto... args) {
   std::snprintf(buffer, sizeof buffer, fmt, args...);
   return buffer;
 }
+// A constraint failure without the stage's figures (the event log's): the closure, its error
+std::string openLoop(const std::string& closure, double error) {
+  return format("%s stayed open by %g after the step's projection: the fixed step cannot follow "
+                "the motion at or near a singular configuration of the loops",
+                closure.c_str(), error);
+}
 }  // namespace
 
 std::string describeFault(const FaultInfo& f, const Model* model) {
@@ -39,9 +45,7 @@ std::string describeFault(const FaultInfo& f, const Model* model) {
       return format("watchdog: no command for %.0f consecutive cycles", f.value) + at();
     case FaultKind::kConstraintFailure:
       if (model) return describeConstraintFailure(*model, f.constraint) + at();
-      return format("closure %lld stayed open by %g after the step's projection: the fixed step "
-                    "cannot follow the motion at or near a singular configuration of the loops",
-                    static_cast<long long>(f.index), f.value) + at();
+      return openLoop("closure " + std::to_string(f.index), f.value) + at();
   }
   return "unknown fault";
 }
@@ -73,12 +77,9 @@ std::string describeEvent(const Event& e, const std::string& source,
       f.time = e.sim_time;  // the clock GetStats and Fault report
       if (f.kind == FaultKind::kConstraintFailure && f.index >= 0 &&
           f.index < static_cast<std::int64_t>(closure_names.size())) {
-        return head + "fault: " +
-               format("closure '%s' stayed open by %g after the step's projection: the fixed "
-                      "step cannot follow the motion at or near a singular configuration of the "
-                      "loops",
-                      closure_names[f.index].c_str(), f.value) +
-               format(" (cycle %llu, t = %.6f s)", static_cast<unsigned long long>(f.cycle), f.time);
+        return head + "fault: " + openLoop("closure '" + closure_names[f.index] + "'", f.value) +
+               format(" (cycle %llu, t = %.6f s)", static_cast<unsigned long long>(f.cycle),
+                      f.time);
       }
       return head + "fault: " + describeFault(f);
     }

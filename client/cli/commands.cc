@@ -601,7 +601,8 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
         kept = "; the " + std::to_string(summary.rows_written) + " rows before it are in " +
                options.output;
       }
-      const std::string at = " at step " + std::to_string(k + 1) + " (t = " + general(sim.time()) + " s): ";
+      const std::string at =
+          " at step " + std::to_string(k + 1) + " (t = " + general(sim.time()) + " s): ";
       if (failed) {
         throw CliError("simulation stopped" + at +
                        describeConstraintFailure(model, sim.constraintFailure()) + kept);

@@ -515,7 +515,8 @@ TEST(Contract, FaultKindsHaveTheNumbersOfTheCppEnum) {
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kExplodingState), v1::Fault::KIND_EXPLODING_STATE);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kDeadlineMiss), v1::Fault::KIND_DEADLINE_MISS);
   EXPECT_EQ(static_cast<int>(rt::FaultKind::kWatchdog), v1::Fault::KIND_WATCHDOG);
-  EXPECT_EQ(static_cast<int>(rt::FaultKind::kConstraintFailure), v1::Fault::KIND_CONSTRAINT_FAILURE);
+  EXPECT_EQ(static_cast<int>(rt::FaultKind::kConstraintFailure),
+            v1::Fault::KIND_CONSTRAINT_FAILURE);
 }
 
 TEST(Contract, WireFieldsHoldTheCppRecords) {
