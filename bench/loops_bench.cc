@@ -23,7 +23,7 @@
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/builder/closure_builder.h"
 #include "engine/constraints/closure_kinematics.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/constraints/pivoted_cholesky.h"
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
@@ -78,7 +78,7 @@ Model random24() {
 struct Setup {
   std::shared_ptr<const Model> loops, tree;
   std::vector<std::unique_ptr<Data>> data;  ///< per registry row, its workspace only
-  std::vector<std::unique_ptr<LoopClosureStage>> stages;
+  std::vector<std::unique_ptr<ConstraintRowStage>> stages;
   std::vector<Eigen::VectorXd> q, v, tau;
   std::unique_ptr<Simulator> loop_sim, tree_sim;
 #ifdef HILSIM_BENCH_MUJOCO
@@ -93,7 +93,7 @@ bool swing(const std::shared_ptr<const Model>& model, std::vector<Eigen::VectorX
            std::vector<Eigen::VectorXd>& v, std::vector<Eigen::VectorXd>& tau) {
   std::mt19937 rng(20261125);
   Simulator sim(model, formulations().front().id, Integrator::kRk4, 1e-3);
-  LoopClosureStage stage(*model, formulations().front());
+  ConstraintRowStage stage(*model, formulations().front());
   Data data(*model);
   int first_rank = 0;
   for (int k = 0; k < kStates; ++k) {
@@ -122,7 +122,7 @@ Setup makeSetup(Model model) {
   for (const FormulationInfo& f : formulations()) {
     s.data.push_back(std::make_unique<Data>(*s.loops, f.workspace));
     s.stages.push_back(f.capabilities.closed_loops
-                           ? std::make_unique<LoopClosureStage>(*s.loops, f)
+                           ? std::make_unique<ConstraintRowStage>(*s.loops, f)
                            : nullptr);  // refused by the Simulator (rtmm)
   }
   const bool swung = swing(s.loops, s.q, s.v, s.tau);
@@ -142,7 +142,7 @@ void setCounters(benchmark::State& state, const Model& model) {
 void benchFdLoops(benchmark::State& state, Setup* s, std::size_t row) {
   const FormulationInfo& f = formulations()[row];
   Data& data = *s->data[row];
-  LoopClosureStage& stage = *s->stages[row];
+  ConstraintRowStage& stage = *s->stages[row];
   int k = 0;
   for (auto _ : state) {
     const int i = k++ & (kStates - 1);

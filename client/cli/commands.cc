@@ -12,7 +12,7 @@
 #include "client/cli/progress.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/rnea.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/step_limit.h"
 #include "engine/io/model_loader.h"
@@ -108,7 +108,7 @@ LoopSummary summariseLoops(const Model& model) {
   if (model.nconstraints == 0) return summary;
   Data data(model, DataWorkspace::kPerBody);
   // assembly uses no M⁻¹; any row's operator will do: the default's
-  LoopClosureStage stage(model, formulations().front());
+  ConstraintRowStage stage(model, formulations().front());
   Eigen::VectorXd q = model.initialConfiguration();
   Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
   summary.residual = stage.assemble(model, data, q, v);
@@ -426,9 +426,10 @@ int evalCsv(const Model& model, Formulation formulation, bool inverse,
   const int nv = model.nv;
   // inverse dynamics (rnea) needs the per-body buffers only
   Data data(model, inverse ? DataWorkspace::kPerBody : formulationInfo(formulation).workspace);
-  // loops and force elements: the constrained q̈ (docs/LOOPS.md)
-  std::optional<LoopClosureStage> stage;
-  if (!inverse && model.hasClosures())
+  // loops, force elements, limits, friction, contact: the constrained q̈ (docs/LOOPS.md,
+  // docs/CONTACT.md)
+  std::optional<ConstraintRowStage> stage;
+  if (!inverse && model.needsConstraintStage())
     stage.emplace(model, formulationInfo(formulation));
   Eigen::VectorXd q(nq), v(nv), x(nv);
   std::string text;

@@ -35,6 +35,15 @@ void checkSupported(const Model& model, const std::string& who) {
                "supported yet");
 }
 
+// Joint limits, friction and contact rows need the stage's operators on a rigid model of full
+// joint rank (as loops do)
+void checkRowsSupported(const Model& model, const std::string& who) {
+  if (model.has_flexible_bodies)
+    fail(who + ": not supported on a model with flexible bodies yet");
+  if (model.nalgebraic > 0)
+    fail(who + ": not supported on a model with massless joint motion yet");
+}
+
 // The two frames an element (a loop or a force element) joins, after the checks both share:
 // a valid name unique among `existing`, a model that supports them, known frames on two bodies.
 template <typename Element>
@@ -154,6 +163,53 @@ void setStabilisation(Model& model, const ConstraintStabilisation& s) {
   if (s.projection_iterations < 0 || s.projection_iterations > 100)
     fail("stabilisation: projection_iterations must be an integer from 0 to 100");
   model.stabilisation = s;
+}
+
+void addContactSphere(Model& model, const ContactSphereSpec& spec) {
+  const std::string who = "contact '" + spec.name + "'";
+  checkName(spec.name, "contact");
+  for (const ContactSphere& other : model.contact_spheres)
+    if (other.name == spec.name) fail(who + ": duplicate contact name");
+  const Frame frame = resolveFrame(model, spec.body, who, "body");
+  if (frame.body == 0) fail(who + ": a contact sphere must be on a moving body, not the world");
+  if (!spec.center.allFinite()) fail(who + ": center must be finite");
+  if (!std::isfinite(spec.radius) || spec.radius < 0.0)
+    fail(who + ": radius must be a finite number >= 0 [m]");
+  model.contact_spheres.push_back(
+      ContactSphere{spec.name, frame.body, frame.placement.actPoint(spec.center), spec.radius});
+}
+
+void setGround(Model& model, const GroundPlane& ground) {
+  if (!std::isfinite(ground.height)) fail("ground: height must be finite [m]");
+  if (!std::isfinite(ground.friction) || ground.friction < 0.0)
+    fail("ground: friction must be a finite number >= 0");
+  if (ground.enabled) checkRowsSupported(model, "ground");
+  model.ground = ground;
+}
+
+void setLimitsEnforced(Model& model, bool enforced) {
+  if (enforced) checkRowsSupported(model, "limits: enforced");
+  model.limits_enforced = enforced;
+  model.actuator_limits_enforced = enforced;
+}
+
+void setContactSettings(Model& model, const ContactSettings& settings) {
+  const auto check = [](const ConstraintSoftness& s, const std::string& who) {
+    if (!std::isfinite(s.time_constant) || s.time_constant <= 0.0)
+      fail(who + ": time_constant must be a finite number > 0 [s]");
+    if (!std::isfinite(s.damping_ratio) || s.damping_ratio <= 0.0)
+      fail(who + ": damping_ratio must be a finite number > 0");
+    if (!(s.impedance > 0.0 && s.impedance < 1.0))
+      fail(who + ": impedance must lie strictly between 0 and 1");
+  };
+  check(settings.limit, "softness: limit");
+  check(settings.contact, "softness: contact");
+  check(settings.friction, "softness: friction");
+  if (settings.max_iterations < 1 || settings.max_iterations > 10000)
+    fail("solver: max_iterations must be an integer from 1 to 10000");
+  if (!std::isfinite(settings.tolerance) || settings.tolerance < 0.0)
+    fail("solver: tolerance must be a finite number >= 0");
+  model.contact_settings = settings;
 }
 
 }  // namespace hilsim

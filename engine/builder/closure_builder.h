@@ -47,4 +47,29 @@ void setInitialPosition(Model& model, const std::string& joint_name, std::span<c
 /// Checks and sets the stabilisation parameters (α, β ≥ 0 and finite, 0 ≤ iterations ≤ 100).
 void setStabilisation(Model& model, const ConstraintStabilisation& stabilisation);
 
+/// A contact sphere by frame name; `center` in that frame [m], `radius` ≥ 0 [m].
+struct ContactSphereSpec {
+  std::string name;
+  std::string body;
+  Vector3 center = Vector3::Zero();
+  double radius = 0.0;
+};
+
+/// Appends a contact sphere; throws ModelError naming it: invalid or duplicate name, unknown
+/// frame, the world, non-finite center, negative radius. The sphere touches only while the
+/// ground is enabled (setGround).
+void addContactSphere(Model& model, const ContactSphereSpec& spec);
+
+/// Sets the ground plane (finite height, friction ≥ 0; enabled only on a model the constraint
+/// stage can hold: rigid, of full joint rank).
+void setGround(Model& model, const GroundPlane& ground);
+
+/// Joint limits as rows of the constraint stage and actuator limits applied (true), or both as
+/// data only; true is refused on a model with flexible bodies or massless joint motion.
+void setLimitsEnforced(Model& model, bool enforced);
+
+/// Checks and sets the softness of the rows (τ > 0, ζ > 0, 0 < d < 1) and the solver budget
+/// (1 ≤ max_iterations ≤ 10000, tolerance ≥ 0).
+void setContactSettings(Model& model, const ContactSettings& settings);
+
 }  // namespace hilsim

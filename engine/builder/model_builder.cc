@@ -45,6 +45,10 @@ void checkBody(const BodySpec& b) {
     fail(joint + ": lower limit must not exceed upper limit");
   if (std::isnan(p.velocity) || p.velocity < 0.0 || std::isnan(p.effort) || p.effort < 0.0)
     fail(joint + ": velocity and effort limits must be >= 0");
+  if (!(p.friction >= 0.0) || !std::isfinite(p.friction))
+    fail(joint + ": friction must be finite and >= 0");
+  if (p.friction > 0.0 && b.joint->nv() != 1)
+    fail(joint + ": joint friction needs a revolute or prismatic joint");
 }
 
 }  // namespace
@@ -221,6 +225,7 @@ Model ModelBuilder::build() const {
   m.upper_limit.resize(m.nv);
   m.velocity_limit.resize(m.nv);
   m.effort_limit.resize(m.nv);
+  m.friction.resize(m.nv);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   for (int i = 1; i < m.nbodies; ++i) {
     const JointProperties& p = properties[i];
@@ -243,10 +248,19 @@ Model ModelBuilder::build() const {
       m.upper_limit[d] = one_dof ? p.upper : kInf;
       m.velocity_limit[d] = modal ? kInf : p.velocity;
       m.effort_limit[d] = modal ? kInf : p.effort;
+      m.friction[d] = one_dof ? p.friction : 0.0;
     }
   }
   m.packSweepData();
   analyzeJointRanks(m);
+  // the constraint stage's operators need a rigid model of full joint rank (docs/CONTACT.md)
+  m.limits_enforced = !m.has_flexible_bodies && m.nalgebraic == 0;
+  if (!m.limits_enforced)
+    for (int d = 0; d < m.nv; ++d)
+      if (m.friction[d] > 0.0)
+        throw ModelError("joint '" + m.joint_names[m.dof_body[d]] +
+                         "': joint friction on a model with flexible bodies or massless joint "
+                         "motion is not supported yet");
   m.initial_configuration = m.neutralConfiguration();
   return m;
 }

@@ -20,6 +20,7 @@ struct JointProperties {
   double upper = std::numeric_limits<double>::infinity();
   double velocity = std::numeric_limits<double>::infinity();
   double effort = std::numeric_limits<double>::infinity();
+  double friction = 0.0;  ///< Coulomb friction ≥ 0, 1-DoF joints only [N·m or N]
 };
 
 /// One body and the joint that attaches it to its parent.

@@ -12,12 +12,12 @@ int lastDof(const Model& model, int i) {
 }
 
 ConstraintRows::ConstraintRows(const Model& model)
-    : jacobian(Eigen::MatrixXd::Zero(model.nconstraints, model.nv)),
-      force_a(Matrix6N::Zero(6, model.nconstraints)),
-      force_b(Matrix6N::Zero(6, model.nconstraints)),
-      body_a(model.nconstraints, 0),
-      body_b(model.nconstraints, 0),
-      active(model.nconstraints, 0) {
+    : jacobian(Eigen::MatrixXd::Zero(model.constraintRowCapacity(), model.nv)),
+      force_a(Matrix6N::Zero(6, model.constraintRowCapacity())),
+      force_b(Matrix6N::Zero(6, model.constraintRowCapacity())),
+      body_a(model.constraintRowCapacity(), 0),
+      body_b(model.constraintRowCapacity(), 0),
+      active(model.constraintRowCapacity(), 0) {
   std::vector<char> on_path(model.nbodies, 0);
   const auto mark = [&](int body) {
     for (int i = body; i > 0 && !on_path[i]; i = model.parent[i]) on_path[i] = 1;
@@ -26,6 +26,15 @@ ConstraintRows::ConstraintRows(const Model& model)
     mark(loop.body_a);
     mark(loop.body_b);
   }
+  // the rows beyond the loops (engine/constraints/unilateral_rows.h): a limited or rubbing
+  // joint's body and its parent, a contact sphere's body
+  for (int d = 0; d < model.nv; ++d) {
+    if (!model.limitEnforced(d) && !(model.friction[d] > 0.0)) continue;
+    mark(model.dof_body[d]);
+    mark(model.parent[model.dof_body[d]]);
+  }
+  if (model.ground.enabled)
+    for (const ContactSphere& sphere : model.contact_spheres) mark(sphere.body);
   has_child_off_support.assign(model.nbodies, 0);
   for (int i = 1; i < model.nbodies; ++i) {
     if (on_path[i]) {

@@ -25,8 +25,9 @@ struct ConstraintRows {
     Side side;
   };
 
-  /// Sized for `model`'s closures (m = model.nconstraints); `support` and the lists that follow
-  /// it filled from them.
+  /// Sized for every row `model` may hold (m = Model::constraintRowCapacity(): its closures'
+  /// rows first, then those of engine/constraints/unilateral_rows.h); `support` and the lists
+  /// that follow it filled from them (path_dofs and path_begin: the closures only).
   explicit ConstraintRows(const Model& model);
 
   /// m × nv: J, row-major (the stage and the formulations read it by rows)

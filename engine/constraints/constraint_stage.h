@@ -73,10 +73,16 @@ class ConstraintStage {
   /// returns the remaining position error ‖C(q)‖∞ [m, rad]. The same rules as accelerations().
   virtual double assemble(const Model&, Data&, Eigen::VectorXd&, Eigen::VectorXd&) { return 0.0; }
 
+  /// The integrator's step [s]: soft rows take their time constants at no less than two of them
+  /// (as MuJoCo does), and a row becomes active from the step in which it would close.
+  virtual void setTimeStep(double) {}
+
   /// Potential energy the stage's elements store at q (springs between bodies) [J].
   virtual double potentialEnergy(const Model&, Data&, const Eigen::VectorXd&) { return 0.0; }
 
-  /// Power the stage's dampers took out at the last accelerations() [W] (≥ 0).
+  /// Power the stage's forces took out at the last accelerations() [W]: its dampers' (≥ 0),
+  /// and the soft rows' −λ·ṙ (friction's ≥ 0; a contact or limit returns what its spring
+  /// stored).
   virtual double dissipatedPower() const { return 0.0; }
 
   /// The first failure since the last assemble() (kind kNone while the constraints hold).

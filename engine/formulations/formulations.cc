@@ -138,10 +138,23 @@ std::string checkFormulation(const Model& model, Formulation formulation) {
            "'): its mass matrix is singular, so it needs formulation " + those(&FormulationCapabilities::massless) +
            ", not '" + std::string(info.name) + "'";
   }
-  if (model.hasClosures() && (!info.capabilities.closed_loops || !info.inverse_inertia))
-    return "model '" + model.name + "' has loop closures or force elements: formulation '" +
-           std::string(info.name) + "' cannot run them (use " +
+  if (model.needsConstraintStage() && (!info.capabilities.closed_loops || !info.inverse_inertia)) {
+    // what needs the constraint stage, the first thing found
+    std::string what = "loop closures or force elements";
+    if (!model.hasClosures()) {
+      what = "contact spheres on the ground";
+      for (int d = 0; d < model.nv; ++d) {
+        if (model.friction[d] > 0.0) what = "joint friction";
+        if (model.limitEnforced(d)) {
+          what = "enforced joint limits (set 'limits: data' to keep them as data only)";
+          break;
+        }
+      }
+    }
+    return "model '" + model.name + "' has " + what + ": formulation '" +
+           std::string(info.name) + "' has no constraint stage to run them (use " +
            those(&FormulationCapabilities::closed_loops) + ")";
+  }
   if (model.has_flexible_bodies && !info.capabilities.flexible)
     return "model '" + model.name + "' has flexible bodies: formulation '" +
            std::string(info.name) + "' cannot run them (use " +

@@ -26,7 +26,7 @@ enum class Formulation {
 struct FormulationCapabilities {
   bool massless = false;      ///< massless joint motion (Model::nalgebraic > 0, seed 003)
   bool flexible = false;      ///< flexible bodies with assumed modes (seed 004)
-  bool closed_loops = false;  ///< loop-closure constraints (the constraint stage)
+  bool closed_loops = false;  ///< the constraint stage: loop closures, limits, friction, contact
   bool parallel = false;      ///< uses more than one core per evaluation
 };
 

@@ -5,7 +5,7 @@
 
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/energy.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/model/configuration.h"
 
 namespace hilsim {
@@ -84,11 +84,15 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       algebraic_(*model_),
       last_tau_(Eigen::VectorXd::Zero(model_->nv)),
       gamma_(Eigen::VectorXd::Zero(model_->nalgebraic)),
-      constraints_(std::move(constraints)) {
+      constraints_(std::move(constraints)),
+      applied_tau_(Eigen::VectorXd::Zero(model_->nv)),
+      effort_saturations_(model_->nv, 0),
+      velocity_cuts_(model_->nv, 0) {
   if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
     throw std::invalid_argument(why);
-  if (!constraints_ && model_->hasClosures())
-    constraints_ = std::make_unique<LoopClosureStage>(*model_, formulationInfo(formulation));
+  if (!constraints_ && model_->needsConstraintStage())
+    constraints_ = std::make_unique<ConstraintRowStage>(*model_, formulationInfo(formulation));
+  if (constraints_) constraints_->setTimeStep(dt_);
   if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   makeVelocityConsistent(last_tau_);
 }
@@ -128,9 +132,32 @@ const Eigen::VectorXd& Simulator::accelerations(const Eigen::VectorXd& q,
   return data_.qdd;
 }
 
-void Simulator::step(const Eigen::VectorXd& tau) {
+void Simulator::applyActuatorLimits(const Eigen::VectorXd& commanded) {
+  applied_tau_ = commanded;
+  const Model& model = *model_;
+  if (!model.actuator_limits_enforced) return;
+  for (int d = 0; d < model.nv; ++d) {
+    // a limit of 0 is what URDFs write for "not known": a drive that cannot move its joint is
+    // no model of one (docs/CONTACT.md)
+    const double effort = model.effort_limit[d];
+    double& tau = applied_tau_[d];
+    if (effort > 0.0 && std::abs(tau) > effort) {
+      tau = std::copysign(effort, tau);
+      ++effort_saturations_[d];
+    }
+    const double speed = model.velocity_limit[d];
+    if (speed > 0.0 && std::abs(v_[d]) >= speed && tau * v_[d] > 0.0) {
+      tau = 0.0;
+      ++velocity_cuts_[d];
+    }
+  }
+}
+
+void Simulator::step(const Eigen::VectorXd& commanded) {
   const Model& model = *model_;
   const double h = dt_;
+  applyActuatorLimits(commanded);
+  const Eigen::VectorXd& tau = applied_tau_;
   switch (integrator_) {
     case Integrator::kSemiImplicitEuler: {
       qdd_ = accelerations(q_, v_, tau);

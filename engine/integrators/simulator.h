@@ -1,6 +1,7 @@
 // Simulator: a Model, its Data, a forward-dynamics formulation and a fixed-step integrator.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -45,13 +46,24 @@ class Simulator {
  public:
   /// Throws std::invalid_argument with the reason of checkSimulatorChoice. `constraints`: the
   /// constraint stage run after every forward-dynamics evaluation and every step; none: the
-  /// model's own (a LoopClosureStage for a model with loops or force elements, else the tree
+  /// model's own (a ConstraintRowStage for a model with loops or force elements, else the tree
   /// alone). The state starts at Model::initial_configuration, assembled when there are loops.
   Simulator(std::shared_ptr<const Model> model, Formulation formulation, Integrator integrator,
             double dt, std::unique_ptr<ConstraintStage> constraints = nullptr);
 
-  /// One step of length dt() with joint forces tau (nv) held constant over it.
+  /// One step of length dt() with joint forces tau (nv) held constant over it: the commanded
+  /// forces, which the model's actuator limits saturate (appliedTau()).
   void step(const Eigen::VectorXd& tau);
+
+  /// The joint forces the last step applied (nv) [N·m, N]: the commanded ones within the
+  /// actuator limits when Model::actuator_limits_enforced (docs/CONTACT.md, "Actuator limits"):
+  /// |τ| ≤ effort limit, and no force that drives a joint already at its velocity limit
+  /// faster (a limit of 0 or +inf: none). Zero before the first step.
+  const Eigen::VectorXd& appliedTau() const { return applied_tau_; }
+  /// Per dof, the steps whose commanded force the effort limit cut since construction.
+  const std::vector<std::uint64_t>& effortSaturations() const { return effort_saturations_; }
+  /// Per dof, the steps whose commanded force the velocity limit cut since construction.
+  const std::vector<std::uint64_t>& velocityCuts() const { return velocity_cuts_; }
 
   /// Sets the state; quaternions are renormalised, and with loops (q, v) are assembled onto the
   /// constraint manifold (assemblyError()). Sizes must be nq and nv. On a model with
@@ -121,6 +133,11 @@ class Simulator {
   double assembly_error_ = 0.0;
   double applied_work_ = 0.0, dissipated_energy_ = 0.0;
   ConstraintFailure failure_;
+  // the joint forces of the last step within the actuator limits, and how often they cut
+  Eigen::VectorXd applied_tau_;
+  std::vector<std::uint64_t> effort_saturations_, velocity_cuts_;
+  // applied_tau_ from the commanded tau at the current velocity
+  void applyActuatorLimits(const Eigen::VectorXd& tau);
 };
 
 }  // namespace hilsim

@@ -24,6 +24,8 @@
 #include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
 #include "engine/builder/model_builder.h"
+#include "engine/builder/closure_builder.h"
+#include "engine/model/names.h"
 
 namespace hilsim {
 
@@ -64,6 +66,12 @@ struct LinkElement {
   int line = 0;
   Inertia inertia;  // in the link frame
   std::vector<VisualShape> visuals;  // placements in the link frame; body set after the build
+  struct Sphere {
+    std::string name;  // the <collision>'s, or empty
+    Vector3 center;    // in the link frame [m]
+    double radius;
+  };
+  std::vector<Sphere> contact_spheres;  // its <collision><sphere> elements
 };
 
 // A URDF <joint> as read from the file.
@@ -78,6 +86,7 @@ struct JointElement {
   double lower = 0.0, upper = 0.0;   // URDF's defaults when <limit> omits them
   double effort = 0.0, velocity = 0.0;
   double damping = 0.0;
+  double friction = 0.0;
 };
 
 class UrdfReader {
@@ -278,8 +287,22 @@ class UrdfReader {
                                std::to_string(links_[it->second].line) + ")");
     if (const XMLElement* inertial = e.FirstChildElement("inertial"))
       link.inertia = readInertial(*inertial, ref);
-    // <visual> for viewers (the dynamics has no geometry); <collision> is not read. A malformed
-    // visual is left out: the model it decorates still loads and runs.
+    // <collision><sphere>: a contact sphere (docs/CONTACT.md); other collision geometry is not
+    // read. A sphere without a positive radius is an error: the model would touch differently.
+    for (const XMLElement* c = e.FirstChildElement("collision"); c;
+         c = c->NextSiblingElement("collision")) {
+      const XMLElement* geometry = c->FirstChildElement("geometry");
+      const XMLElement* sphere = geometry ? geometry->FirstChildElement("sphere") : nullptr;
+      if (sphere == nullptr) continue;
+      const double radius = number(*sphere, "radius", ref);
+      if (!(radius > 0.0))
+        fail(sphere->GetLineNum(), ref, "<collision> <sphere radius> must be positive");
+      const Transform origin = pose(c->FirstChildElement("origin"), ref);
+      const char* name = c->Attribute("name");
+      link.contact_spheres.push_back({name ? name : "", origin.translation, radius});
+    }
+    // <visual> for viewers (the dynamics has no geometry). A malformed visual is left out: the
+    // model it decorates still loads and runs.
     for (const XMLElement* v = e.FirstChildElement("visual"); v;
          v = v->NextSiblingElement("visual")) {
       try {
@@ -421,7 +444,9 @@ class UrdfReader {
       joint.damping = optionalNumber(*dynamics, "damping", ref).value_or(0.0);
       if (joint.damping < 0.0)
         fail(dynamics->GetLineNum(), ref, "<dynamics> damping must be >= 0");
-      optionalNumber(*dynamics, "friction", ref);  // checked, not modelled
+      joint.friction = optionalNumber(*dynamics, "friction", ref).value_or(0.0);
+      if (joint.friction < 0.0)
+        fail(dynamics->GetLineNum(), ref, "<dynamics> friction must be >= 0");
     }
     // <mimic>: the joint stays independent (docs/MODEL_FORMAT.md); <calibration> and
     // <safety_controller> concern the real robot's drivers
@@ -517,7 +542,34 @@ class UrdfReader {
       rethrowBuildError(e.what());
     }
     attachVisuals(model);
+    attachContactSpheres(model);
     return model;
+  }
+
+  // Each link's collision spheres on the body its frame moves with; those of links welded to
+  // the ground are the ground's own shape, not contacts, and are left out. Named after the
+  // <collision> where it has a name not yet taken, else `<link>_sphere_<k>`.
+  void attachContactSpheres(Model& model) const {
+    for (const LinkElement& link : links_) {
+      for (std::size_t k = 0; k < link.contact_spheres.size(); ++k) {
+        const LinkElement::Sphere& sphere = link.contact_spheres[k];
+        const int f = model.frameIndex(link.name);
+        if (f < 0 || model.frames[f].body == 0) continue;
+        std::string name = sphere.name;
+        const auto taken = [&](const std::string& n) {
+          for (const ContactSphere& c : model.contact_spheres)
+            if (c.name == n) return true;
+          return false;
+        };
+        if (name.empty() || !nameProblem(name).empty() || taken(name))
+          name = link.name + "_sphere_" + std::to_string(k);
+        try {
+          addContactSphere(model, {name, link.name, sphere.center, sphere.radius});
+        } catch (const ModelError& e) {
+          fail(0, linkRef(link.name), e.what());
+        }
+      }
+    }
   }
 
   // Each link's visuals go to the body its frame moves with (a welded link's, through the weld);
@@ -602,6 +654,8 @@ class UrdfReader {
       return b;  // fixed: welded
     }
     b.properties.damping = j.damping;
+    // Coulomb friction: a row of 1-DoF joints (docs/CONTACT.md); not read for others
+    if (b.joint->nv() == 1) b.properties.friction = j.friction;
     if (j.has_limit) {
       if (j.type == "revolute" || j.type == "prismatic") {
         b.properties.lower = j.lower;

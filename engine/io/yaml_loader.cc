@@ -35,7 +35,14 @@ using Keys = std::span<const std::string_view>;
 // Top-level keys and their meaning are listed in docs/MODEL_FORMAT.md; keep the two in sync.
 constexpr std::string_view kTopLevelKeys[] = {
     "version", "name",  "gravity", "bodies",  "urdf",
-    "floating_base", "loops", "forces", "initial", "stabilisation", "generate"};
+    "floating_base", "loops", "forces", "initial", "stabilisation", "generate",
+    "limits", "ground", "contacts", "softness", "solver"};
+// limits, ground contact and their solver (docs/CONTACT.md, docs/MODEL_FORMAT.md)
+constexpr std::string_view kGroundKeys[] = {"height", "friction", "enabled"};
+constexpr std::string_view kContactKeys[] = {"name", "body", "center", "radius"};
+constexpr std::string_view kSoftnessKeys[] = {"limit", "contact", "friction"};
+constexpr std::string_view kSoftnessEntryKeys[] = {"time_constant", "damping_ratio", "impedance"};
+constexpr std::string_view kSolverKeys[] = {"max_iterations", "tolerance"};
 // a generated system (engine/builder/system_generator.h)
 constexpr std::string_view kGenerateKeys[] = {"shape",     "bodies",    "joint",
                                               "link_length", "link_mass", "link_radius"};
@@ -69,7 +76,7 @@ constexpr std::string_view kIntegralKeys[] = {
     "angular_coupling_geometric"};
 constexpr std::string_view kJointKeys[] = {"type",     "name",      "axis",
                                            "damping",  "armature",  "stiffness",
-                                           "spring_reference", "limits"};
+                                           "spring_reference", "limits", "friction"};
 constexpr std::string_view kLimitKeys[] = {"lower", "upper", "velocity", "effort"};
 constexpr std::string_view kPlacementKeys[] = {"xyz", "rpy", "quaternion"};
 constexpr std::string_view kInertiaKeys[] = {"mass", "com", "inertia"};
@@ -191,6 +198,12 @@ class YamlModelReader {
     if (top.has("loops")) readLoops(top.at("loops"), model);
     if (top.has("forces")) readForces(top.at("forces"), model);
     if (top.has("stabilisation")) readStabilisation(top.at("stabilisation"), model);
+    if (top.has("limits")) readLimitsMode(top.at("limits"), model);
+    if (top.has("contacts")) readContacts(top.at("contacts"), model);
+    if (top.has("ground")) readGround(top.at("ground"), model);
+    if (top.has("softness") || top.has("solver"))
+      readContactSettings(top.has("softness") ? &top.at("softness") : nullptr,
+                          top.has("solver") ? &top.at("solver") : nullptr, model);
     return model;
   }
 
@@ -496,6 +509,90 @@ class YamlModelReader {
       s.projection_iterations = static_cast<int>(n);
     }
     setStabilisation(model, s);
+  }
+
+  // --- limits, contact and their solver (docs/CONTACT.md) ---
+
+  void readLimitsMode(const YAML::Node& node, Model& model) const {
+    const std::string mode = text(node, "limits");
+    if (mode != "enforced" && mode != "data")
+      fail(node, "limits", "expected 'enforced' or 'data', got '" + mode + "'");
+    try {
+      setLimitsEnforced(model, mode == "enforced");
+    } catch (const ModelError& e) {
+      fail(node, "", e.what());
+    }
+  }
+
+  void readContacts(const YAML::Node& list, Model& model) const {
+    if (!list.IsSequence()) fail(list, "contacts", "expected a list of contact spheres");
+    checkListSize(list, "contacts", limits_.max_bodies, "contact spheres");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const YAML::Node& node = list[k];
+      const std::string path = entryPath(node, "contact", "contacts[" + std::to_string(k) + "]");
+      const Mapping m = mapping(node, path, kContactKeys);
+      ContactSphereSpec spec;
+      spec.name = text(required(m, "name"), childPath(path, "name"));
+      spec.body = text(required(m, "body"), childPath(path, "body"));
+      if (m.has("center")) spec.center = vector3(m.at("center"), childPath(path, "center"));
+      if (m.has("radius")) spec.radius = nonNegative(m.at("radius"), childPath(path, "radius"));
+      try {
+        addContactSphere(model, spec);
+      } catch (const ModelError& e) {
+        fail(node, path, withoutSubject(e.what(), "contact '" + spec.name + "': "));
+      }
+    }
+  }
+
+  void readGround(const YAML::Node& node, Model& model) const {
+    const Mapping m = mapping(node, "ground", kGroundKeys);
+    GroundPlane ground;
+    ground.enabled = !m.has("enabled") || boolean(m.at("enabled"), "ground: enabled");
+    if (m.has("height")) ground.height = number(m.at("height"), "ground: height");
+    if (m.has("friction")) ground.friction = nonNegative(m.at("friction"), "ground: friction");
+    try {
+      setGround(model, ground);
+    } catch (const ModelError& e) {
+      fail(node, "", e.what());
+    }
+  }
+
+  void readContactSettings(const YAML::Node* softness, const YAML::Node* solver,
+                           Model& model) const {
+    ContactSettings settings = model.contact_settings;
+    if (softness) {
+      const Mapping m = mapping(*softness, "softness", kSoftnessKeys);
+      const auto entry = [&](const char* key, ConstraintSoftness& out) {
+        if (!m.has(key)) return;
+        const std::string path = childPath("softness", key);
+        const Mapping e = mapping(m.at(key), path, kSoftnessEntryKeys);
+        if (e.has("time_constant"))
+          out.time_constant = number(e.at("time_constant"), childPath(path, "time_constant"));
+        if (e.has("damping_ratio"))
+          out.damping_ratio = number(e.at("damping_ratio"), childPath(path, "damping_ratio"));
+        if (e.has("impedance"))
+          out.impedance = number(e.at("impedance"), childPath(path, "impedance"));
+      };
+      entry("limit", settings.limit);
+      entry("contact", settings.contact);
+      entry("friction", settings.friction);
+    }
+    if (solver) {
+      const Mapping m = mapping(*solver, "solver", kSolverKeys);
+      if (m.has("max_iterations")) {
+        const double n = number(m.at("max_iterations"), "solver: max_iterations");
+        if (n != std::floor(n) || n < 1 || n > 10000)
+          fail(m.at("max_iterations"), "solver: max_iterations", "expected an integer from 1 to 10000");
+        settings.max_iterations = static_cast<int>(n);
+      }
+      if (m.has("tolerance"))
+        settings.tolerance = nonNegative(m.at("tolerance"), "solver: tolerance");
+    }
+    try {
+      setContactSettings(model, settings);
+    } catch (const ModelError& e) {
+      fail(softness ? *softness : *solver, "", e.what());
+    }
   }
 
   // The builder's message without the subject the path already names.
@@ -907,7 +1004,8 @@ class YamlModelReader {
       notUsed("axis");
       spec.joint = type == "free" ? Joint::freeFlyer() : Joint::spherical();
     } else if (type == "fixed") {
-      for (const char* key : {"axis", "damping", "armature", "stiffness", "spring_reference", "limits"})
+      for (const char* key :
+           {"axis", "damping", "armature", "stiffness", "spring_reference", "limits", "friction"})
         notUsed(key);
       spec.joint.reset();
     } else {
@@ -922,6 +1020,12 @@ class YamlModelReader {
     for (const char* key : {"stiffness", "spring_reference"}) {
       if (m.has(key) && !one_dof)
         fail(m.at(key), childPath(path, key), "joint springs apply to revolute and prismatic joints only");
+    }
+    if (m.has("friction")) {
+      if (!one_dof)
+        fail(m.at("friction"), childPath(path, "friction"),
+             "joint friction applies to revolute and prismatic joints only");
+      p.friction = nonNegative(m.at("friction"), childPath(path, "friction"));
     }
     if (m.has("stiffness")) p.stiffness = nonNegative(m.at("stiffness"), childPath(path, "stiffness"));
     if (m.has("spring_reference"))

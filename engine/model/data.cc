@@ -8,7 +8,9 @@ namespace {
 
 // Columns of the M⁻¹ workspaces: the constraint rows (at least one, for M⁻¹ Q), rounded up to
 // whole blocks of four (abaDelassus works on four columns at a time)
-int minvCapacity(const Model& model) { return (std::max(1, model.nconstraints) + 3) / 4 * 4; }
+int minvCapacity(const Model& model) {
+  return (std::max(1, model.constraintRowCapacity()) + 3) / 4 * 4;
+}
 
 }  // namespace
 
@@ -38,13 +40,13 @@ Data::Data(const Model& model, DataWorkspace reserved)
       M_factor(holds(reserved, DataWorkspace::kJointSpaceInertia)
                    ? Eigen::MatrixXd::Zero(model.nv, model.nv)
                    : Eigen::MatrixXd()),
-      minv_z(model.hasClosures() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
-      minv_a(model.hasClosures() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
-      minv_scratch(Matrix6N::Zero(6, model.hasClosures() ? minvCapacity(model) : 0)),
-      ldl_rows(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
+      minv_z(model.needsConstraintStage() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
+      minv_a(model.needsConstraintStage() ? model.nbodies : 0, Matrix6N::Zero(6, minvCapacity(model))),
+      minv_scratch(Matrix6N::Zero(6, model.needsConstraintStage() ? minvCapacity(model) : 0)),
+      ldl_rows(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.constraintRowCapacity() > 0
                    ? Eigen::MatrixXd::Zero(2 * minvCapacity(model), model.nv)
                    : Eigen::MatrixXd()),
-      block_reach(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.nconstraints > 0
+      block_reach(holds(reserved, DataWorkspace::kJointSpaceInertia) && model.constraintRowCapacity() > 0
                       ? model.nbodies
                       : 0,
                   0),

@@ -76,14 +76,15 @@ struct Data {
                                     ///< (the same condition)
 
   // --- M⁻¹ X by the articulated-body recursion (abaInverseInertia, abaDelassus), for X of up
-  // to minvColumns() columns; sized for a model with loops or force elements (Model::hasClosures:
-  // max(1, nconstraints) columns rounded up to a multiple of 4), else empty ---
+  // to minvColumns() columns; sized for a model that needs the constraint stage
+  // (Model::needsConstraintStage: max(1, constraintRowCapacity()) columns rounded up to a
+  // multiple of 4), else empty ---
   std::vector<Matrix6N> minv_z;  ///< [nbodies] 6 × k: articulated force of X alone
   std::vector<Matrix6N> minv_a;  ///< [nbodies] 6 × k: the acceleration it causes
   Matrix6N minv_scratch;         ///< 6 × k (abaDelassusResponse: λ padded to whole blocks)
   int minvColumns() const { return static_cast<int>(minv_scratch.cols()); }
-  /// 2 minvColumns() × nv, with DataWorkspace::kJointSpaceInertia on a model with loops (else
-  /// empty): treeLdlDelassus's half-solves Y = L⁻ᵀ Jᵀ and D⁻¹ Y, transposed (column d: row d
+  /// 2 minvColumns() × nv, with DataWorkspace::kJointSpaceInertia on a model with constraint
+  /// rows (else empty): treeLdlDelassus's half-solves Y = L⁻ᵀ Jᵀ and D⁻¹ Y, transposed (column d: row d
   /// of each, one above the other)
   Eigen::MatrixXd ldl_rows;
   /// [nbodies], the same condition: treeLdlDelassus's blocks of four rows whose forces reach

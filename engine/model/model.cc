@@ -60,6 +60,13 @@ Eigen::VectorXd Model::neutralConfiguration() const {
   return q;
 }
 
+int Model::constraintRowCapacity() const {
+  int rows = nconstraints;
+  for (int d = 0; d < nv; ++d) rows += (limitEnforced(d) ? 1 : 0) + (friction[d] > 0.0 ? 1 : 0);
+  if (ground.enabled) rows += 3 * static_cast<int>(contact_spheres.size());
+  return rows;
+}
+
 double Model::totalMass() const {
   double m = 0.0;
   for (int i = 1; i < nbodies; ++i) m += inertias[i].mass;

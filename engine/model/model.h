@@ -2,6 +2,7 @@
 // never changed after; every algorithm takes it as `const Model&`.
 #pragma once
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <Eigen/Core>
 
 #include "engine/model/closures.h"
+#include "engine/model/contact.h"
 #include "engine/model/flexible_body.h"
 #include "engine/model/joint.h"
 #include "engine/model/visual.h"
@@ -76,10 +78,14 @@ struct Model {
     double armature = 0.0, damping = 0.0, stiffness = 0.0, spring_reference = 0.0;
   };
   std::vector<DofParameters> dof_parameters;  ///< [nv]
-  Eigen::VectorXd lower_limit;   ///< position limits of 1-DoF joints (−inf otherwise); data only
-  Eigen::VectorXd upper_limit;   ///< (+inf otherwise); not enforced by the dynamics
+  Eigen::VectorXd lower_limit;   ///< position limits of 1-DoF joints (−inf otherwise) [rad or m];
+  Eigen::VectorXd upper_limit;   ///< (+inf otherwise): rows of the constraint stage when
+                                 ///< limits_enforced
   Eigen::VectorXd velocity_limit;  ///< [rad/s or m/s], +inf when unknown; data only
   Eigen::VectorXd effort_limit;    ///< [N·m or N], +inf when unknown; data only
+  /// Coulomb friction of 1-DoF joints [N·m or N], 0 for none (and for other dofs): a row of the
+  /// constraint stage bounded by ±friction (docs/CONTACT.md)
+  Eigen::VectorXd friction;
 
   /// Revolute and prismatic joints, precomputed (packSweepData) so the hot sweeps skip the
   /// generic joint transform: R_{λ(i) B}(θ) = k0 + cos θ k_cos + sin θ k_sin (Rodrigues folded
@@ -128,6 +134,16 @@ struct Model {
   int nconstraints = 0;                       ///< Σ closureRows over `loops`
   std::vector<SpringDamper> force_elements;   ///< forces between two body points
   ConstraintStabilisation stabilisation;
+  /// Joint position limits as unilateral rows of the constraint stage (true) or as data only.
+  /// ModelBuilder sets it for a rigid model without massless joint motion (the stage's
+  /// operators need both), clears it otherwise.
+  bool limits_enforced = true;
+  /// Effort and velocity limits applied to the joint forces as a drive does (the Simulator
+  /// saturates them; docs/CONTACT.md, "Actuator limits"), or data only.
+  bool actuator_limits_enforced = true;
+  std::vector<ContactSphere> contact_spheres;  ///< touch `ground` when it is enabled
+  GroundPlane ground;
+  ContactSettings contact_settings;  ///< softness of limits, contacts, friction; solver budget
   /// Where a simulation starts (nq): the neutral configuration with the `initial` values a model
   /// file gave its 1-DoF joints. With loops, the Simulator assembles from it.
   Eigen::VectorXd initial_configuration;
@@ -152,8 +168,20 @@ struct Model {
     return initial_configuration.size() == nq ? initial_configuration : neutralConfiguration();
   }
 
-  /// True when the model has loop closures or force elements (it needs the constraint stage).
+  /// True when the model has loop closures or force elements.
   bool hasClosures() const { return !loops.empty() || !force_elements.empty(); }
+  /// True when dof d's position limits are rows of the constraint stage: limits_enforced and a
+  /// finite limit.
+  bool limitEnforced(int d) const {
+    return limits_enforced && (std::isfinite(lower_limit[d]) || std::isfinite(upper_limit[d]));
+  }
+  /// Rows the constraint stage may hold at once (docs/CONTACT.md, "Rows"): the loops'
+  /// (nconstraints), one per enforced limit, one per joint with friction, three per contact
+  /// sphere while the ground is enabled.
+  int constraintRowCapacity() const;
+  /// True when the model needs the constraint stage: closures, force elements or rows beyond
+  /// the loops'.
+  bool needsConstraintStage() const { return hasClosures() || constraintRowCapacity() > 0; }
 
   /// Total mass of the moving bodies [kg].
   double totalMass() const;

@@ -24,9 +24,10 @@
 #include "client/cli/progress.h"
 #include "client/cli/text.h"
 #include "engine/algorithms/aba.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/algorithms/rnea.h"
+#include "engine/io/loader_util.h"
 #include "engine/io/model_loader.h"
 #include "engine/builder/model_builder.h"
 #include "tests/support/random_model.h"
@@ -550,7 +551,14 @@ std::vector<std::string> expectedHeader(const Model& model, const std::string& p
 
 TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
   std::mt19937 rng(7);
-  for (const std::string name : {"iiwa14", "double_pendulum", "quadruped"}) {
+  // the tree's dynamics: the models' joint limits kept as data (a q beyond them would bring the
+  // constraint stage in, which the direct calls below do not run)
+  writeFile(path("iiwa14.yaml"), "urdf: " HILSIM_MODEL_DIR "/iiwa14.urdf\nlimits: data\n");
+  writeFile(path("quadruped.yaml"),
+            "urdf: " HILSIM_MODEL_DIR "/solo12.urdf\nfloating_base: true\nlimits: data\n");
+  for (const std::string bundled : {"iiwa14", "double_pendulum", "quadruped"}) {
+    const std::string name =
+        bundled == "double_pendulum" ? bundled : path(bundled + ".yaml").string();
     const Model model = loadModel(name);
     const bool has_quaternions = model.nq != model.nv;
     Data data(model);
@@ -642,9 +650,13 @@ TEST_F(CliTest, SimulateHoldsTheGivenJointForcesOnALoopModel) {
 }
 
 TEST_F(CliTest, SimulateStopsWhereALoopOpensNamingTheClosure) {
-  // 5 N·m held on each motor of the delta (no joint limits yet) spins its arms up until a step no
-  // longer follows the motion, near 0.28 s: the run stops there naming the rod, not at 1e24
-  const RunResult r = runInProcess({"simulate", "--model", "delta", "--duration", "2",
+  // 5 N·m held on each motor of the delta (its joint limits kept as data) spins its arms up until
+  // a step no longer follows the motion, near 0.28 s: the run stops there naming the rod, not at
+  // 1e24
+  writeFile(path("delta_free.yaml"),
+            io_detail::readTextFile(HILSIM_MODEL_DIR "/delta.yaml", 1 << 20) + "limits: data\n");
+  const RunResult r = runInProcess({"simulate", "--model", path("delta_free.yaml").string(),
+                                    "--duration", "2",
                                     "--tau", "5,5,5,0,0,0,0,0,0", "--output",
                                     path("delta.csv").string()});
   EXPECT_EQ(r.code, 1);
@@ -673,7 +685,7 @@ TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {
     const Csv out = readCsv(path("out.csv"));
     ASSERT_EQ(out.rows.size(), cases.size());
     Data data(model);
-    LoopClosureStage stage(model, f);
+    ConstraintRowStage stage(model, f);
     for (std::size_t k = 0; k < cases.size(); ++k) {
       Eigen::VectorXd expected =
           forwardDynamics(f.id, model, data, cases[k].q, cases[k].v, cases[k].x);

@@ -14,7 +14,7 @@
 #include "client/udp_controller.h"
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/constraints/closure_kinematics.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
@@ -61,7 +61,7 @@ TEST(DeltaLaw, GravityCompensationHoldsThePlatformAtRest) {
       law.torques(sim.q().head<3>(), Eigen::Vector3d::Zero(), asSpan(sim.q()), asSpan(v));
   EXPECT_GT(tau.head<3>().norm(), 0.1);  // gravity does load the motors
   Data data(*delta());
-  LoopClosureStage stage(*delta(), formulationInfo(Formulation::kAba));
+  ConstraintRowStage stage(*delta(), formulationInfo(Formulation::kAba));
   Eigen::VectorXd qdd = forwardDynamics(Formulation::kAba, *delta(), data, sim.q(), v, tau);
   stage.accelerations(*delta(), data, sim.q(), v, tau, qdd);
   EXPECT_LT(qdd.cwiseAbs().maxCoeff(), 1e-9);

@@ -48,9 +48,10 @@ void recordEigenAssertion(const char* condition) noexcept;
 #include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
 #include "engine/constraints/closure_kinematics.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/io/model_loader.h"
 #include "tests/support/allocation_hooks.h"
+#include "tests/support/contact_models.h"
 #include "tests/support/formulation_matrix.h"
 #include "tests/support/random_model.h"
 
@@ -389,8 +390,8 @@ TEST(LoopStageAllocations, EveryPartOfTheStageAllocatesNothing) {
     if (!f.capabilities.closed_loops) continue;
     // with the formulation's Delassus operator, and through its M⁻¹ alone
     Data data = test::dataFor(model, f.id);
-    LoopClosureStage stage = general ? LoopClosureStage(model, f.inverse_inertia)
-                                     : LoopClosureStage(model, f);
+    ConstraintRowStage stage = general ? ConstraintRowStage(model, f.inverse_inertia)
+                                     : ConstraintRowStage(model, f);
     Eigen::VectorXd q = q0, v = v0, qdd(model.nv), C(model.nconstraints), bias(model.nconstraints);
     Eigen::MatrixXd J(model.nconstraints, model.nv);
     double sum = 0.0;
@@ -413,6 +414,41 @@ TEST(LoopStageAllocations, EveryPartOfTheStageAllocatesNothing) {
     expectNoHeapTraffic(counts, std::string("loop stage ") + std::string(f.name) +
                                     (general ? " (general route)" : ""));
     EXPECT_TRUE(std::isfinite(sum)) << f.name;
+  }
+#endif
+}
+
+// The rows beyond the loops: a leg with a loop, limits, joint friction and two contact spheres
+// dropped on the ground, so that rows of every kind switch on and off, for thousands of steps of
+// every formulation with the stage and both explicit integrators (docs/CONTACT.md).
+TEST(ContactStageAllocations, StepsWithLimitsFrictionAndContactsAllocateNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  const auto model = std::make_shared<const Model>(
+      loadYamlString(test::kLeggedFourBar, ".", "legged_four_bar.yaml"));
+  for (const FormulationInfo& f : formulations()) {
+    if (!f.capabilities.closed_loops) continue;
+    for (const Integrator integrator : {Integrator::kRk4, Integrator::kSemiImplicitEuler}) {
+      Simulator sim(model, f.id, integrator, 1e-3);
+      const auto* stage = static_cast<const ConstraintRowStage*>(sim.constraints());
+      Eigen::VectorXd tau = Eigen::VectorXd::Zero(model->nv);
+      int active_steps = 0;
+      Counts counts;
+      {
+        AllocationGuard guard;
+        for (int k = 0; k < 5000; ++k) {
+          tau(0) = 4.0 * std::sin(0.004 * k);
+          tau(3) = 20.0 * std::sin(0.01 * k);
+          sim.step(tau);
+          for (const char on : stage->unilateralActive()) active_steps += on;
+        }
+        counts = guard.stop();
+      }
+      expectNoHeapTraffic(counts, std::string("contact stage ") + std::string(f.name));
+      EXPECT_GT(active_steps, 5000 * 3) << "rows beyond the friction ones were active";
+      EXPECT_TRUE(sim.q().allFinite()) << f.name;
+    }
   }
 #endif
 }

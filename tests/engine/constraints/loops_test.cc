@@ -18,7 +18,7 @@
 #include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
 #include "engine/constraints/closure_kinematics.h"
-#include "engine/constraints/loop_closure_stage.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 #include "engine/model/configuration.h"
@@ -328,7 +328,7 @@ TEST(Delassus, StageGivesTheSameDynamicsThroughTheGeneralRoute) {
       Data data = test::dataFor(model, f.id);
       // the operator and its response; the operator with M⁻¹ Jᵀ λ through inverse_inertia;
       // inverse_inertia alone
-      LoopClosureStage fast(model, f), without_response(model, f.inverse_inertia, f.delassus),
+      ConstraintRowStage fast(model, f), without_response(model, f.inverse_inertia, f.delassus),
           general(model, f.inverse_inertia);
       fast.assemble(model, data, c.q, c.v);
       Eigen::VectorXd qdd_fast = f.forward_dynamics(model, data, c.q, c.v, c.tau);
@@ -356,7 +356,7 @@ Constrained constrainedDynamics(const Model& model, Formulation formulation,
                                 const Eigen::VectorXd& q, const Eigen::VectorXd& v,
                                 const Eigen::VectorXd& tau) {
   Data data = test::dataFor(model, formulation);
-  LoopClosureStage stage(model, formulationInfo(formulation));
+  ConstraintRowStage stage(model, formulationInfo(formulation));
   Constrained out;
   out.qdd = forwardDynamics(formulation, model, data, q, v, tau);
   stage.accelerations(model, data, q, v, tau, out.qdd);
@@ -373,7 +373,7 @@ TEST(LoopDynamics, EveryFormulationSolvesTheEquationsOfMotionWithClosureForces) 
     LoopCase c = randomLoopCase(rng, 4 + trial % 12, 1 + trial % 4);
     const Model& model = c.model;
     Data data(model);
-    LoopClosureStage assembler(model, formulationInfo(Formulation::kAba).inverse_inertia);
+    ConstraintRowStage assembler(model, formulationInfo(Formulation::kAba).inverse_inertia);
     assembler.assemble(model, data, c.q, c.v);
     ASSERT_LT(assembler.positionError(), 1e-12);
 
@@ -608,7 +608,7 @@ TEST(LoopStage, SolvesOnlyForTheRowsThatAreNotZeroAtEveryConfiguration) {
   // random state.
   const Model four_bar = loadModel("four_bar");
   for (Formulation f : test::formulationsFor(four_bar)) {
-    LoopClosureStage stage(four_bar, formulationInfo(f));
+    ConstraintRowStage stage(four_bar, formulationInfo(f));
     EXPECT_EQ(stage.structuralRows(), 2) << formulationName(f);
   }
   std::mt19937 rng(31);
@@ -621,7 +621,7 @@ TEST(LoopStage, SolvesOnlyForTheRowsThatAreNotZeroAtEveryConfiguration) {
     int nonzero = 0;
     for (int r = 0; r < J.rows(); ++r) nonzero += !J.row(r).isZero(0.0);
     for (Formulation f : test::formulationsFor(c.model)) {
-      LoopClosureStage stage(c.model, formulationInfo(f));
+      ConstraintRowStage stage(c.model, formulationInfo(f));
       EXPECT_EQ(stage.structuralRows(), nonzero) << formulationName(f) << ", trial " << trial;
     }
   }
@@ -724,7 +724,7 @@ TEST(Bricard, OneDegreeOfFreedomAndEnergyConservedFor10Seconds) {
       drift = std::max(drift, std::abs(sim.energy() - e0));
       swing = std::max(swing, (sim.q() - q0).cwiseAbs().maxCoeff());
     }
-    auto* stage = static_cast<LoopClosureStage*>(sim.constraints());
+    auto* stage = static_cast<ConstraintRowStage*>(sim.constraints());
     EXPECT_EQ(stage->rank(), 4) << formulationName(f);
     EXPECT_TRUE(sim.q().allFinite() && sim.v().allFinite()) << formulationName(f);
     EXPECT_GT(swing, 0.5) << formulationName(f);
@@ -802,7 +802,7 @@ TEST(DoubleFourBar, TurnsThroughItsSingularPositionsWithEnergyConserved) {
 TEST(Assembly, ClosesAFourBarFromARoughGuessAndProjectsTheVelocity) {
   Model model = loadModel("four_bar");
   Data data(model);
-  LoopClosureStage stage(model, formulationInfo(Formulation::kAba).inverse_inertia);
+  ConstraintRowStage stage(model, formulationInfo(Formulation::kAba).inverse_inertia);
   Eigen::VectorXd q = model.initial_configuration;
   q(1) += 0.15;  // the guess of the model file, disturbed
   q(2) -= 0.2;

@@ -275,7 +275,7 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
     const std::size_t start = at + 8;
     examples.push_back(doc.substr(start, doc.find("```", start) - start));
   }
-  ASSERT_EQ(examples.size(), 5u);
+  ASSERT_EQ(examples.size(), 6u);
   const Model arm = loadYamlString(examples[0], ".", "two_link_arm.yaml");
   EXPECT_EQ(arm.name, "two_link_arm");
   EXPECT_EQ(arm.nv, 2);
@@ -289,12 +289,18 @@ TEST(YamlLoader, DocumentationExamplesLoad) {
   const Model wrapped = loadYamlString(examples[2], HILSIM_MODEL_DIR, "quadruped.yaml");
   EXPECT_EQ(wrapped.nq, 19);
   EXPECT_EQ(wrapped.nv, 18);
-  const Model loop = loadYamlString(examples[3], ".", "slider_crank.yaml");
+  const Model contacts = loadYamlString(examples[3], HILSIM_MODEL_DIR, "quadruped_on_ground.yaml");
+  EXPECT_TRUE(contacts.ground.enabled);
+  EXPECT_EQ(contacts.ground.friction, 0.8);
+  ASSERT_EQ(contacts.contact_spheres.size(), 1u);
+  EXPECT_EQ(contacts.contact_spheres[0].body, contacts.bodyIndex("FL_LOWER_LEG"));
+  EXPECT_EQ(contacts.constraintRowCapacity(), 12 + 3);  // the limits of 12 joints, one sphere
+  const Model loop = loadYamlString(examples[4], ".", "slider_crank.yaml");
   EXPECT_EQ(loop.loops.size(), 1u);
   EXPECT_EQ(loop.nconstraints, 5);
   EXPECT_EQ(loop.force_elements.size(), 1u);
   EXPECT_EQ(loop.initial_configuration, Eigen::Vector3d(0.5, -0.7, 0.37));
-  const Model rope = loadYamlString(examples[4], ".", "rope.yaml");
+  const Model rope = loadYamlString(examples[5], ".", "rope.yaml");
   EXPECT_EQ(rope.nv, 100000);
   EXPECT_EQ(rope.inertias[1].mass, 0.001);
 }
