@@ -152,21 +152,6 @@ void angularRows(const Data& data, ClosurePath path, const Eigen::Matrix<double,
   }
 }
 
-// Row coefficients on a body's spatial velocity V = [ω; v_O]:
-// n · v_p = n · (v_O + ω × p) = [p × n; n] · V, and n · ω = [n; 0] · V
-Vector6 pointRow(const Vector3& p, const Vector3& n) {
-  Vector6 g;
-  g.head<3>() = p.cross(n);
-  g.tail<3>() = n;
-  return g;
-}
-Vector6 angularRow(const Vector3& n) {
-  Vector6 g;
-  g.head<3>() = n;
-  g.tail<3>().setZero();
-  return g;
-}
-
 // Rotation vector of R_B R_Aᵀ (in W): zero when the frames are parallel; its rate is ω_b − ω_a
 // there.
 Vector3 rotationError(const Matrix3& R_A, const Matrix3& R_B) {

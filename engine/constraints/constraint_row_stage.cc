@@ -135,13 +135,8 @@ void ConstraintRowStage::accelerations(const Model& model, Data& data, const Eig
   // C, Ċ = J v and C̈ = J q̈ + J̇ v at this q̈, from the bodies' accelerations, on the rows
   // solved for (findStructuralRows; C of the others is constant: zero Jacobian rows)
   if (!body_accelerations) bodyAccelerations(model, data, qdd);
-  evaluateClosures(model, data,
-                   {.position_error = &C_, .rows = &constraint_rows_, .rate = &rate_,
-                    .acceleration = &acceleration_, .rows_jacobian = rows_jacobian_,
-                    .active_only = true});
-  position_error_ = maxNorm(C_);
+  evaluateActiveClosures(model, data);
   // on the rows that are not identically zero (findStructuralRows)
-  const std::vector<int>& active = constraint_rows_.active;
   const int k = constraint_rows_.active_count;
   // W = J M⁻¹ Jᵀ on them
   formDelassus(model, data);
@@ -150,6 +145,14 @@ void ConstraintRowStage::accelerations(const Model& model, Data& data, const Eig
   solver_.compute(W_, k);
   solver_.solve(compact_rhs_, compact_lambda_);
   addConstraintResponse(model, data, k, qdd);
+}
+
+void ConstraintRowStage::evaluateActiveClosures(const Model& model, Data& data) {
+  evaluateClosures(model, data,
+                   {.position_error = &C_, .rows = &constraint_rows_, .rate = &rate_,
+                    .acceleration = &acceleration_, .rows_jacobian = rows_jacobian_,
+                    .active_only = true});
+  position_error_ = maxNorm(C_);
 }
 
 void ConstraintRowStage::formDelassus(const Model& model, Data& data) {
@@ -195,13 +198,7 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
   constraint_rows_.active_count = loop_active_count_;
   const int k_e = loop_active_count_;
   std::vector<int>& active = constraint_rows_.active;
-  if (rows_ > 0) {
-    evaluateClosures(model, data,
-                     {.position_error = &C_, .rows = &constraint_rows_, .rate = &rate_,
-                      .acceleration = &acceleration_, .rows_jacobian = rows_jacobian_,
-                      .active_only = true});
-    position_error_ = maxNorm(C_);
-  }
+  if (rows_ > 0) evaluateActiveClosures(model, data);
   // the rows beyond them, and which are active: a limit or a contact from the step in which it
   // would close (r + h min(ṙ, 0) < 0), a friction row always, a contact's tangents with its
   // normal
@@ -209,13 +206,15 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
                          row_state_);
   int n = 0;  // active rows beyond the closures
   const int count = layout_.count();
+  bool normal_on = false;  // the last contact normal's (its tangents follow it)
   for (int u = 0; u < count; ++u) {
     const UnilateralRowState& s = row_state_[u];
     bool on = true;
     if (s.kind == RowBound::kUnilateral || s.kind == RowBound::kConeNormal)
       on = s.violation + time_step_ * std::min(s.rate, 0.0) < 0.0;
-    else if (s.kind == RowBound::kConeTangent)  // its normal one or two rows before
-      on = row_active_[row_state_[u - 1].kind == RowBound::kConeNormal ? u - 1 : u - 2] != 0;
+    else if (s.kind == RowBound::kConeTangent)
+      on = normal_on;
+    if (s.kind == RowBound::kConeNormal) normal_on = on;
     row_active_[u] = on;
     if (!on) {
       warm_(u) = 0.0;

@@ -93,6 +93,8 @@ class ConstraintRowStage final : public ConstraintStage {
 
   // the closures' rows of J (the rows beyond them follow)
   auto J() { return constraint_rows_.jacobian.topRows(rows_); }
+  // C, Ċ, C̈ and the rows' spatial form of the closures' structural rows (active_count of them)
+  void evaluateActiveClosures(const Model& model, Data& data);
   // W = J M⁻¹ Jᵀ on the active rows (the formulation's Delassus operator, or M⁻¹ on Jᵀ's columns)
   void formDelassus(const Model& model, Data& data);
   // the closures' right-hand side −C̈ − 2α Ċ − β² C (seed 002 eq. 60) of the first k active rows

@@ -16,6 +16,23 @@ namespace hilsim {
 /// model.dof_parent from it.
 int lastDof(const Model& model, int i);
 
+/// Row coefficients on a body's spatial velocity V = [ω; v_O] (in W about W's origin) of the
+/// velocity of the body's point p along n: n · (v_O + ω × p) = [p × n; n] · V. Also the
+/// spatial force of a unit force along n at p.
+inline Vector6 pointRow(const Vector3& p, const Vector3& n) {
+  Vector6 g;
+  g.head<3>() = p.cross(n);
+  g.tail<3>() = n;
+  return g;
+}
+/// Row coefficients of n · ω: [n; 0] (a unit couple about n).
+inline Vector6 angularRow(const Vector3& n) {
+  Vector6 g;
+  g.head<3>() = n;
+  g.tail<3>().setZero();
+  return g;
+}
+
 struct ConstraintRows {
   /// Which of a closure's two bodies a dof moves: body a only, body b only, or both (the path
   /// they share from their common ancestor to the world).

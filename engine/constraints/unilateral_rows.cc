@@ -24,12 +24,9 @@ namespace {
 // revolute or prismatic dof d (seen from the bodies, g · (V_b − V_a) = s q̇_d, docs/CONTACT.md)
 Vector6 jointRowForce(const Model& model, const Data& data, int d, double sign) {
   const auto s = data.S_W.col(d);
-  Vector6 g = Vector6::Zero();
   if (model.joint_type[model.dof_body[d]] == JointType::kPrismatic)
-    g.tail<3>() = sign * s.tail<3>();
-  else
-    g.head<3>() = sign * s.head<3>();
-  return g;
+    return pointRow(Vector3::Zero(), sign * s.tail<3>());
+  return angularRow(sign * s.head<3>());
 }
 
 void writeJointRow(const Model& model, const Data& data, int d, double sign, bool with_jacobian,
@@ -44,15 +41,6 @@ void writeJointRow(const Model& model, const Data& data, int d, double sign, boo
     rows.jacobian.row(row).setZero();
     rows.jacobian(row, d) = sign;
   }
-}
-
-// Row coefficients on a body's spatial velocity V = [ω; v_O] of the velocity of point p along
-// n: n · (v_O + ω × p) = [p × n; n] · V
-Vector6 pointRow(const Vector3& p, const Vector3& n) {
-  Vector6 g;
-  g.head<3>() = p.cross(n);
-  g.tail<3>() = n;
-  return g;
 }
 
 }  // namespace

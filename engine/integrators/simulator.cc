@@ -92,8 +92,10 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
     throw std::invalid_argument(why);
   if (!constraints_ && model_->needsConstraintStage())
     constraints_ = std::make_unique<ConstraintRowStage>(*model_, formulationInfo(formulation));
-  if (constraints_) constraints_->setTimeStep(dt_);
-  if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
+  if (constraints_) {
+    constraints_->setTimeStep(dt_);
+    assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
+  }
   makeVelocityConsistent(last_tau_);
 }
 
