@@ -78,7 +78,10 @@ ConstraintRowStage::ConstraintRowStage(const Model& model, InverseInertiaFunctio
       warm_(Eigen::VectorXd::Zero(layout_.count())),
       loop_rhs_(Eigen::VectorXd::Zero(rows_)),
       column_(Eigen::VectorXd::Zero(rows_)),
-      solved_column_(Eigen::VectorXd::Zero(rows_)) {
+      solved_column_(Eigen::VectorXd::Zero(rows_)),
+      anchor_(Eigen::VectorXd::Zero(layout_.count())),
+      anchored_(layout_.count(), 0),
+      sliding_(layout_.count(), 0) {
   findStructuralRows(model);
   loop_active_count_ = constraint_rows_.active_count;
 }
@@ -216,9 +219,16 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
       on = normal_on;
     if (s.kind == RowBound::kConeNormal) normal_on = on;
     row_active_[u] = on;
+    const bool friction = s.kind == RowBound::kBox || s.kind == RowBound::kConeTangent;
     if (!on) {
       warm_(u) = 0.0;
+      anchored_[u] = 0;
       continue;
+    }
+    // a friction row sticks where it was at the start of the step in which it stopped sliding
+    if (friction && refresh_anchors_ && (!anchored_[u] || sliding_[u])) {
+      anchor_(u) = s.position;
+      anchored_[u] = 1;
     }
     active[k_e + n] = layout_.loop_rows + u;
     kinds_[n] = s.kind;
@@ -226,6 +236,7 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
     bounded_lambda_(n) = warm_(u);
     ++n;
   }
+  refresh_anchors_ = false;
   lambda_.setZero();
   if (model.force_elements.empty()) dissipated_power_ = 0.0;  // else the force elements' (above)
   last_solve_ = GaussSeidelResult{};
@@ -262,7 +273,9 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
   for (int i = 0; i < n; ++i) {
     const int u = active[k_e + i] - layout_.loop_rows;
     const UnilateralRowState& s = row_state_[u];
-    const bool holds_position = s.kind == RowBound::kUnilateral || s.kind == RowBound::kConeNormal;
+    // a limit or a normal holds r ≥ 0; a friction row its anchor, once it has one
+    const bool friction = s.kind == RowBound::kBox || s.kind == RowBound::kConeTangent;
+    const double violation = friction ? (anchored_[u] ? s.position - anchor_(u) : 0.0) : s.violation;
     const ConstraintSoftness& soft = s.kind == RowBound::kUnilateral   ? settings.limit
                                      : s.kind == RowBound::kConeNormal ? settings.contact
                                                                        : settings.friction;
@@ -271,8 +284,7 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
     const double tau = std::max(soft.time_constant, 2.0 * time_step_);
     const double b = 2.0 / (d * tau);
     const double stiffness = 1.0 / (d * d * tau * tau * soft.damping_ratio * soft.damping_ratio);
-    const double reference =
-        -b * s.rate - (holds_position ? stiffness * d * s.violation : 0.0);
+    const double reference = -b * s.rate - stiffness * d * violation;
     double acceleration = s.acceleration;
     if (k_e > 0) acceleration += W_.col(k_e + i).head(k_e).dot(rhs_.head(k_e));
     c_(i) = acceleration - reference;
@@ -298,6 +310,17 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
     compact_lambda_(k_e + i) = bounded_lambda_(i);
     warm_(u) = bounded_lambda_(i);
     power -= bounded_lambda_(i) * row_state_[u].rate;
+    // at its bound (to the solver's rounding) a friction row slides: its anchor follows it
+    constexpr double kAtBound = 1.0 - 1e-9;
+    if (kinds_[i] == RowBound::kBox) {
+      sliding_[u] = std::abs(bounded_lambda_(i)) >= kAtBound * bounds_[i];
+    } else if (kinds_[i] == RowBound::kConeNormal) {
+      const double radius = bounds_[i] * bounded_lambda_(i);
+      const bool at_edge =
+          bounded_lambda_.segment<2>(i + 1).norm() >= kAtBound * radius;
+      sliding_[u + 1] = at_edge;
+      sliding_[u + 2] = at_edge;
+    }
   }
   dissipated_power_ += power;
   addConstraintResponse(model, data, k, qdd);
@@ -387,7 +410,9 @@ void ConstraintRowStage::recordFailure(const Model& model) {
 
 double ConstraintRowStage::assemble(const Model& model, Data& data, Eigen::VectorXd& q,
                                   Eigen::VectorXd& v) {
-  warm_.setZero();  // a new state: no warm start from the old one
+  warm_.setZero();  // a new state: no warm start, no anchors from the old one
+  std::fill(anchored_.begin(), anchored_.end(), 0);
+  refresh_anchors_ = true;
   if (rows_ == 0) return 0.0;
   // Levenberg–Marquardt: Δ = −Jᵀ (J Jᵀ + μ I)⁻¹ C, μ relative to the mean of diag(J Jᵀ); a step
   // that does not lower ‖C‖ is refused and μ raised

@@ -39,6 +39,7 @@ class ConstraintRowStage final : public ConstraintStage {
 
   int capacity() const override { return layout_.total; }
   void setTimeStep(double h) override { time_step_ = h; }
+  void beginStep() override { refresh_anchors_ = true; }
   void accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,
                      const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
                      Eigen::VectorXd& qdd) override;
@@ -134,6 +135,12 @@ class ConstraintRowStage final : public ConstraintStage {
   std::vector<double> bounds_;
   Eigen::MatrixXd A_, Y_;
   Eigen::VectorXd c_, bounded_lambda_, warm_, loop_rhs_, column_, solved_column_;
+  // friction rows: where each sticks (its coordinate when it last started to stick, moved along
+  // while it slides; docs/CONTACT.md, "Softness"), whether it has one, whether it slid at the
+  // last solve; the anchors move only at a step's start (beginStep)
+  Eigen::VectorXd anchor_;
+  std::vector<char> anchored_, sliding_;
+  bool refresh_anchors_ = true;
   int loop_active_count_ = 0;  // the closures' rows solved for (structural)
   double time_step_ = 0.0;
   GaussSeidelResult last_solve_;

@@ -73,6 +73,11 @@ class ConstraintStage {
   /// returns the remaining position error ‖C(q)‖∞ [m, rad]. The same rules as accelerations().
   virtual double assemble(const Model&, Data&, Eigen::VectorXd&, Eigen::VectorXd&) { return 0.0; }
 
+  /// Called by the Simulator before the first evaluation of each step: a stage with state that
+  /// must stay fixed over a step's evaluations (the friction rows' anchors) updates it at the next
+  /// accelerations(), the step's start.
+  virtual void beginStep() {}
+
   /// The integrator's step [s]: soft rows take their time constants at no less than two of them
   /// (as MuJoCo does), and a row becomes active from the step in which it would close.
   virtual void setTimeStep(double) {}

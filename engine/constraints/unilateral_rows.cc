@@ -81,6 +81,7 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
     UnilateralRowState& s = state[row - layout.loop_rows];
     s.kind = RowBound::kBox;
     s.violation = 0.0;
+    s.position = q[model.idx_q[model.dof_body[d]]];
     s.rate = v[d];
     s.acceleration = qdd[d];
     s.bound = model.friction[d];
@@ -122,6 +123,7 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
       }
       UnilateralRowState& s = state[row - layout.loop_rows];
       s.violation = axis == 0 ? distance : 0.0;
+      s.position = p(direction);
       s.rate = v_point(direction);
       s.acceleration = axis == 0 ? a_center(direction) : a_rolling(direction);
       s.kind = axis == 0 ? RowBound::kConeNormal : RowBound::kConeTangent;

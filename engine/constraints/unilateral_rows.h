@@ -36,6 +36,9 @@ struct UnilateralLayout {
 /// One row's state at (q, v) and the formulation's q̈, for the stage.
 struct UnilateralRowState {
   double violation = 0.0;     ///< r: ≥ 0 clear of the limit or the ground, < 0 past it [m, rad]
+  /// A friction row's coordinate along its direction (q_d; the contact point's x or y) [m, rad],
+  /// which the stage holds at an anchor while the row sticks
+  double position = 0.0;
   double rate = 0.0;          ///< ṙ = J v [m/s, rad/s]
   double acceleration = 0.0;  ///< J q̈ + J̇ v at the formulation's q̈ [m/s², rad/s²]
   double bound = 0.0;         ///< kBox: the friction force; kConeNormal: μ [N·m, N, or 1]

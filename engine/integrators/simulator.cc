@@ -160,6 +160,7 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
   const double h = dt_;
   applyActuatorLimits(commanded);
   const Eigen::VectorXd& tau = applied_tau_;
+  if (constraints_) constraints_->beginStep();
   switch (integrator_) {
     case Integrator::kSemiImplicitEuler: {
       qdd_ = accelerations(q_, v_, tau);

@@ -14,8 +14,8 @@ namespace hilsim {
 /// a_ref = −b ṙ − k d r with b = 2 / (d τ), k = 1 / (d² τ² ζ²), and the row's force is
 /// regularised by R = (1 − d) / d · W_rr (W the Delassus matrix). A lone row then follows
 /// r̈ + (2 / τ) ṙ + r / (τ ζ)² = (1 − d) a_free: a spring–damper of time constant τ and
-/// damping ratio ζ, with a residual (1 − d) of the free acceleration (the creep of a held
-/// friction row, the static depth of a loaded contact). MuJoCo's solref (τ, ζ) with
+/// damping ratio ζ, with a residual (1 − d) of the free acceleration (the static depth of a
+/// loaded contact, the give of a held friction row). MuJoCo's solref (τ, ζ) with
 /// solimp (d, d, ·, ·, ·): an impedance that does not vary with the violation.
 struct ConstraintSoftness {
   double time_constant = 0.02;  ///< τ [s]; at least two steps of the simulation
@@ -44,8 +44,8 @@ struct GroundPlane {
 struct ContactSettings {
   ConstraintSoftness limit;    ///< joint position limits
   ConstraintSoftness contact;  ///< contact normals
-  /// Joint and contact friction rows: only the damping part acts (they hold no position), and
-  /// an impedance near 1 keeps their creep below the breakaway force small.
+  /// Joint and contact friction rows, held at their anchor while they stick (docs/CONTACT.md):
+  /// an impedance near 1 keeps their give below the breakaway force small.
   ConstraintSoftness friction{0.02, 1.0, 0.99};
   int max_iterations = 100;    ///< Gauss–Seidel sweeps at most per evaluation (≥ 1)
   /// The sweeps stop when no multiplier changed by more than this times its row's force scale

@@ -92,6 +92,17 @@ std::string shellQuote(const std::string& arg) {
 
 class CliTest : public ::testing::Test {
  protected:
+  // A bundled URDF model's tree alone, written beside the test's files: its joint limits as data,
+  // no ground (docs/CONTACT.md); the file's path.
+  std::string treeModel(const std::string& bundled) {
+    const bool quadruped = bundled == "quadruped";
+    const fs::path file = path(bundled + "_tree.yaml");
+    writeFile(file, std::string("urdf: ") + HILSIM_MODEL_DIR + "/" +
+                        (quadruped ? "solo12" : bundled) + ".urdf\n" +
+                        (quadruped ? "floating_base: true\n" : "") + "limits: data\n");
+    return file.string();
+  }
+
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() /
@@ -551,14 +562,9 @@ std::vector<std::string> expectedHeader(const Model& model, const std::string& p
 
 TEST_F(CliTest, EvalEqualsDirectForwardDynamicsCalls) {
   std::mt19937 rng(7);
-  // the tree's dynamics: the models' joint limits kept as data (a q beyond them would bring the
-  // constraint stage in, which the direct calls below do not run)
-  writeFile(path("iiwa14.yaml"), "urdf: " HILSIM_MODEL_DIR "/iiwa14.urdf\nlimits: data\n");
-  writeFile(path("quadruped.yaml"),
-            "urdf: " HILSIM_MODEL_DIR "/solo12.urdf\nfloating_base: true\nlimits: data\n");
+  // the tree's dynamics (treeModel: no constraint stage, which the direct calls below do not run)
   for (const std::string bundled : {"iiwa14", "double_pendulum", "quadruped"}) {
-    const std::string name =
-        bundled == "double_pendulum" ? bundled : path(bundled + ".yaml").string();
+    const std::string name = bundled == "double_pendulum" ? bundled : treeModel(bundled);
     const Model model = loadModel(name);
     const bool has_quaternions = model.nq != model.nv;
     Data data(model);
@@ -703,7 +709,8 @@ TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {
 
 TEST_F(CliTest, EvalInverseRoundTripsEval) {
   std::mt19937 rng(11);
-  for (const std::string name : {"iiwa14", "quadruped"}) {
+  // the trees alone: inverse dynamics knows no contact or limit forces
+  for (const std::string name : {treeModel("iiwa14"), treeModel("quadruped")}) {
     SCOPED_TRACE(name);
     const Model model = loadModel(name);
     const auto cases = writeEvalInput(model, path("in.csv"), 15, rng);
@@ -946,8 +953,8 @@ TEST_F(CliTest, AStepTooLargeForTheJointDampersIsRefusedWithOneThatWorks) {
 TEST_F(CliTest, SimulateFloatingBaseFallsFreely) {
   // zero torques, no contact: the quadruped's centre of mass falls with g; the trajectory has
   // nq + nv + 2 columns and quaternion columns stay unit
-  const Model model = loadModel("quadruped");
-  const RunResult r = runInProcess({"simulate", "-m", "quadruped", "-T", "0.1", "-o",
+  const Model model = loadModel(treeModel("quadruped"));
+  const RunResult r = runInProcess({"simulate", "-m", treeModel("quadruped"), "-T", "0.1", "-o",
                                     path("traj.csv").string(), "--v0",
                                     "0,0,0,0.1,0.2,0.3,0,0,0,0,0,0,0,0,0,0,0,0"});
   ASSERT_EQ(r.code, 0) << r.err;
