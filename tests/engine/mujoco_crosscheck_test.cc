@@ -41,9 +41,11 @@
 
 #include "engine/algorithms/crba.h"
 #include "engine/algorithms/rnea.h"
+#include "engine/constraints/constraint_row_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
+#include "examples/quadruped_stance/stance_law.h"
 #include "tests/support/formulation_matrix.h"
 #include "tests/support/mujoco_model.h"
 #include "tests/support/random_model.h"
@@ -304,6 +306,64 @@ TEST(MujocoLoops, FourBarSwingsAsMujocoWithinItsSoftConstraintError) {
     // measured: the loop opens by 6.2e-5 m; the crank departs by 8.0e-4 rad over a 5.4 rad swing
     EXPECT_LT(worst_opening, 1e-4);
     EXPECT_LT(worst_angle, 2e-3);
+  }
+}
+
+// The bundled quadruped standing under the same PD stance law in hilsim and in MuJoCo (the same
+// model as MJCF: foot spheres, plane, elliptic cones, the contact softness as solref and a
+// constant solimp), semi-implicit Euler at 1 kHz for 3 s: each foot carries the same normal force.
+// Standing on a rectangle of feet with the robot symmetric left–right, the split between the
+// front and hind pairs follows from the balance of forces and moments, whatever the softness;
+// what differs is posture: MuJoCo scales its contacts' regulariser by an approximation of
+// W_nn taken at the model's reference pose (diagApprox), hilsim by W_nn itself, so the feet sink
+// differently and the legs sag to slightly different angles. Measured: 1.5e-4 N of 6.13 N per
+// foot (6e-6 of the weight); 1e-3 of the weight bounds it with room for other processors.
+TEST(MujocoContacts, QuadrupedStandsOnTheSameFootForcesAsInMujoco) {
+  Model loaded = loadModel("quadruped");
+  loaded.limits_enforced = false;  // ±10 rad, never reached; MuJoCo's limits stay off
+  const auto model = std::make_shared<const Model>(std::move(loaded));
+  constexpr double h = 1e-3;
+  test::MujocoModel mujoco(
+      test::MujocoModel::Mjcf{test::mjcfWithContacts(*model, h, "Euler"), /*contacts=*/true});
+  mjModel* m = mujoco.model();
+  mjData* d = mujoco.data();
+  const test::CoordinateMap map = test::mapCoordinates(*model, m);
+  const examples::StanceLaw law(*model, 3.0, 0.05);
+  Simulator sim(model, Formulation::kAba, Integrator::kSemiImplicitEuler, h);
+  Eigen::VectorXd tau(model->nv), q_mujoco(model->nq), v_mujoco(model->nv);
+  map.setMujocoState(m, d, sim.q(), sim.v(), Eigen::VectorXd::Zero(model->nv));
+  for (int k = 0; k < 3000; ++k) {
+    law.torques({sim.q().data(), static_cast<std::size_t>(model->nq)},
+                {sim.v().data(), static_cast<std::size_t>(model->nv)},
+                {tau.data(), static_cast<std::size_t>(model->nv)});
+    sim.step(tau);
+    for (int j = 0; j < model->nq; ++j) q_mujoco[j] = d->qpos[map.q[j]];
+    v_mujoco = map.dofVector(d->qvel);
+    law.torques({q_mujoco.data(), static_cast<std::size_t>(model->nq)},
+                {v_mujoco.data(), static_cast<std::size_t>(model->nv)},
+                {tau.data(), static_cast<std::size_t>(model->nv)});
+    for (int j = 0; j < model->nv; ++j) d->qfrc_applied[map.v[j]] = tau[j];
+    mj_step(m, d);
+  }
+  const auto* stage = static_cast<const ConstraintRowStage*>(sim.constraints());
+  const UnilateralLayout& layout = stage->unilateralLayout();
+  const double weight = model->totalMass() * 9.81;
+  ASSERT_EQ(d->ncon, 4) << "MuJoCo: every foot on the ground";
+  std::cout << "base height after 3 s: hilsim " << sim.q()[2] << " m, MuJoCo " << d->qpos[map.q[2]]
+            << " m\n";
+  for (int foot = 0; foot < 4; ++foot) {
+    const ContactSphere& sphere = model->contact_spheres[foot];
+    const int geom = mj_name2id(m, mjOBJ_GEOM, sphere.name.c_str());
+    double mujoco_normal = -1.0;
+    for (int c = 0; c < d->ncon; ++c) {
+      if (d->contact[c].geom1 != geom && d->contact[c].geom2 != geom) continue;
+      mjtNum force[6];
+      mj_contactForce(m, d, c, force);
+      mujoco_normal = force[0];
+    }
+    const double normal = stage->multipliers()(layout.contact_begin + 3 * foot);
+    std::cout << sphere.name << ": hilsim " << normal << " N, MuJoCo " << mujoco_normal << " N\n";
+    EXPECT_NEAR(normal, mujoco_normal, 1e-3 * weight) << sphere.name;
   }
 }
 

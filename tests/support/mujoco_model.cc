@@ -220,7 +220,7 @@ MujocoModel::MujocoModel(const Mjcf& mjcf) {
   m_ = mj_loadXML(name, vfs.get(), message.data(), static_cast<int>(message.size()));
   mj_deleteVFS(vfs.get());
   if (!m_) fail(std::string("MuJoCo cannot load the MJCF text: ") + message.data());
-  m_->opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
+  if (!mjcf.contacts) m_->opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
   d_ = mj_makeData(m_);
   if (!d_) {
     mj_deleteModel(m_);
@@ -406,6 +406,66 @@ std::string mjcfWithLoops(const Model& model, const Eigen::VectorXd& q_assembled
         << "\" solref=\"" << solref << "\"/>\n";
   }
   xml << "</equality>\n</mujoco>\n";
+  return xml.str();
+}
+
+std::string mjcfWithContacts(const Model& model, double timestep, const std::string& integrator) {
+  const auto numbers = [](const auto& v) {
+    std::ostringstream out;
+    out.precision(17);
+    for (Eigen::Index k = 0; k < v.size(); ++k) out << (k > 0 ? " " : "") << v[k];
+    return out.str();
+  };
+  if (model.nbodies < 2 || model.joints[1].type != JointType::kFreeFlyer)
+    fail("mjcfWithContacts: body 1 must be the free-floating base");
+  const ConstraintSoftness& soft = model.contact_settings.contact;
+  std::ostringstream contact;
+  contact.precision(17);
+  contact << "friction=\"" << model.ground.friction << " 0 0\" solref=\"" << soft.time_constant << " "
+          << soft.damping_ratio << "\" solimp=\"" << soft.impedance << " " << soft.impedance
+          << " 0.001 0.5 2\" condim=\"3\"";
+  std::ostringstream xml;
+  xml.precision(17);
+  xml << "<mujoco>\n<compiler angle=\"radian\"/>\n<option gravity=\"" << numbers(model.gravity)
+      << "\" timestep=\"" << timestep << "\" integrator=\"" << integrator
+      << "\" cone=\"elliptic\"/>\n<worldbody>\n<geom name=\"ground\" type=\"plane\" size=\"0 0 1\" "
+      << "pos=\"0 0 " << model.ground.height << "\" " << contact.str() << "/>\n";
+  // bodies nest as the tree; parent[i] < i, so a child follows its parent's open tag
+  std::vector<int> open;
+  for (int i = 1; i < model.nbodies; ++i) {
+    const JointType type = model.joints[i].type;
+    if (i > 1 && type != JointType::kRevolute)
+      fail("mjcfWithContacts: joint '" + model.joint_names[i] + "' is not revolute");
+    for (int d = model.idx_v[i]; d < model.idx_v[i] + model.nv_joint[i]; ++d)
+      if (model.limitEnforced(d))
+        fail("mjcfWithContacts: joint '" + model.joint_names[i] + "' has enforced limits");
+    while (!open.empty() && open.back() != model.parent[i]) {
+      xml << "</body>\n";
+      open.pop_back();
+    }
+    const Eigen::Quaterniond rotation(model.joint_placement[i].rotation);
+    const Inertia& inertia = model.inertias[i];
+    const Matrix3& I = inertia.inertia_com;
+    xml << "<body name=\"" << model.body_names[i] << "\" pos=\""
+        << numbers(model.joint_placement[i].translation) << "\" quat=\"" << rotation.w() << " "
+        << rotation.x() << " " << rotation.y() << " " << rotation.z() << "\">\n";
+    if (type == JointType::kFreeFlyer)
+      xml << "<freejoint name=\"" << model.joint_names[i] << "\"/>\n";
+    else
+      xml << "<joint name=\"" << model.joint_names[i] << "\" type=\"hinge\" axis=\""
+          << numbers(model.joints[i].axis) << "\" damping=\"" << model.damping[model.idx_v[i]]
+          << "\" armature=\"" << model.armature[model.idx_v[i]] << "\"/>\n";
+    xml << "<inertial pos=\"" << numbers(inertia.com) << "\" mass=\"" << inertia.mass
+        << "\" fullinertia=\"" << I(0, 0) << " " << I(1, 1) << " " << I(2, 2) << " " << I(0, 1)
+        << " " << I(0, 2) << " " << I(1, 2) << "\"/>\n";
+    for (const ContactSphere& sphere : model.contact_spheres)
+      if (sphere.body == i)
+        xml << "<geom name=\"" << sphere.name << "\" type=\"sphere\" size=\"" << sphere.radius
+            << "\" pos=\"" << numbers(sphere.center) << "\" " << contact.str() << "/>\n";
+    open.push_back(i);
+  }
+  for (std::size_t k = 0; k < open.size(); ++k) xml << "</body>\n";
+  xml << "</worldbody>\n</mujoco>\n";
   return xml.str();
 }
 

@@ -38,10 +38,12 @@ class MujocoModel {
   /// the offending body's principal moments by their mean (balancedInertia() is then true).
   /// Gravity is MuJoCo's default (0, 0, −9.81). Throws std::runtime_error with MuJoCo's message.
   MujocoModel(const std::string& urdf_path, bool floating_base);
-  /// MJCF text as given (mjcfWithLoops); its equality constraints stay on, contacts, limits and
-  /// friction loss off. Throws std::runtime_error with MuJoCo's message.
+  /// MJCF text as given (mjcfWithLoops, mjcfWithContacts); its equality constraints stay on,
+  /// contacts, limits and friction loss off unless `contacts` (then MuJoCo's whole constraint
+  /// stage runs). Throws std::runtime_error with MuJoCo's message.
   struct Mjcf {
     std::string xml;
+    bool contacts = false;
   };
   explicit MujocoModel(const Mjcf& mjcf);
   ~MujocoModel();
@@ -103,5 +105,13 @@ double useMujocoInertias(const mjModel* m, Model& model);
 /// constraints' time constant and damping ratio.
 std::string mjcfWithLoops(const Model& model, const Eigen::VectorXd& q_assembled, double timestep,
                           const std::string& solref);
+
+/// MJCF of a hilsim model on the ground: a free joint at the root (body 1, placed at the identity)
+/// and revolute joints below it (MuJoCo's qpos and qvel are then hilsim's q and v in order), each
+/// contact sphere a sphere geom on its body, the ground a plane, elliptic friction cones with the
+/// ground's μ, and the contact softness of the model (solref τ ζ, solimp d d: MuJoCo's impedance
+/// held constant, as hilsim's). Gravity, inertias, damping as in `model`; no joint limits (a
+/// model with enforced limits is refused); `integrator` "Euler" or "RK4" at `timestep`.
+std::string mjcfWithContacts(const Model& model, double timestep, const std::string& integrator);
 
 }  // namespace hilsim::test

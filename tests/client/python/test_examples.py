@@ -1,5 +1,6 @@
 """The Python examples (client/python/examples) run against a real server and do what they
-say: the PID example brings the arm to its target, the logger writes the states it read."""
+say: the PID example brings the arm to its target, the logger writes the states it read, the
+stance example holds the quadruped up on the ground."""
 
 import os
 import re
@@ -37,3 +38,15 @@ def test_the_state_log_example_writes_the_states_it_read(server, tmp_path):
     assert 50 <= len(log["t"]) <= 110  # 1 s of a 1 kHz session, every 10th cycle
     assert np.all(np.diff(log["cycle"]) >= 10)
     assert f"wrote {len(log['t'])} states" in result.stdout
+
+
+def test_the_stance_example_holds_the_quadruped_up(server):
+    result = run(server, "quadruped_stance.py", "--duration", "3")
+    assert result.returncode == 0, result.stderr
+    heights = [float(h) for h in re.findall(r"base height ([0-9.]+) m", result.stdout)]
+    tilts = [float(t) for t in re.findall(r"tilt ([0-9.]+) deg", result.stdout)]
+    assert len(heights) >= 3, result.stdout
+    # standing in its crouch (0.24 m at the start, 0.218 m settled), far above a fallen base's
+    # 0.1 m, and level
+    assert all(h > 0.19 for h in heights), result.stdout
+    assert max(tilts) < 1.0, result.stdout
