@@ -68,7 +68,6 @@ ConstraintRowStage::ConstraintRowStage(const Model& model, InverseInertiaFunctio
       step_(Eigen::VectorXd::Zero(model.nv)),
       solver_(rows_),
       row_state_(layout_.count()),
-      row_active_(layout_.count(), 0),
       kinds_(layout_.count(), RowBound::kUnilateral),
       bounds_(layout_.count(), 0.0),
       A_(Eigen::MatrixXd::Zero(layout_.count(), layout_.count())),
@@ -202,25 +201,15 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
   const int k_e = loop_active_count_;
   std::vector<int>& active = constraint_rows_.active;
   if (rows_ > 0) evaluateActiveClosures(model, data);
-  // the rows beyond them, and which are active: a limit or a contact from the step in which it
-  // would close (r + h min(ṙ, 0) < 0), a friction row always, a contact's tangents with its
-  // normal
-  evaluateUnilateralRows(model, data, layout_, q, v, qdd, rows_jacobian_, constraint_rows_,
-                         row_state_);
+  // the rows beyond them, and which are active (UnilateralRowState::active)
+  evaluateUnilateralRows(model, data, layout_, q, v, qdd, time_step_, rows_jacobian_,
+                         constraint_rows_, row_state_);
   int n = 0;  // active rows beyond the closures
   const int count = layout_.count();
-  bool normal_on = false;  // the last contact normal's (its tangents follow it)
   for (int u = 0; u < count; ++u) {
     const UnilateralRowState& s = row_state_[u];
-    bool on = true;
-    if (s.kind == RowBound::kUnilateral || s.kind == RowBound::kConeNormal)
-      on = s.violation + time_step_ * std::min(s.rate, 0.0) < 0.0;
-    else if (s.kind == RowBound::kConeTangent)
-      on = normal_on;
-    if (s.kind == RowBound::kConeNormal) normal_on = on;
-    row_active_[u] = on;
     const bool friction = s.kind == RowBound::kBox || s.kind == RowBound::kConeTangent;
-    if (!on) {
+    if (!s.active) {
       warm_(u) = 0.0;
       anchored_[u] = 0;
       continue;
@@ -237,6 +226,7 @@ void ConstraintRowStage::solveWithUnilateralRows(const Model& model, Data& data,
     ++n;
   }
   refresh_anchors_ = false;
+  active_unilateral_ = n;
   lambda_.setZero();
   if (model.force_elements.empty()) dissipated_power_ = 0.0;  // else the force elements' (above)
   last_solve_ = GaussSeidelResult{};

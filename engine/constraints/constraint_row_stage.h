@@ -55,11 +55,11 @@ class ConstraintRowStage final : public ConstraintStage {
   const Eigen::VectorXd& multipliers() const { return lambda_; }
   /// Where the limit, friction and contact rows sit among the rows.
   const UnilateralLayout& unilateralLayout() const { return layout_; }
-  /// The state of those rows at the last accelerations() (violation, rate; index from 0 =
-  /// unilateralLayout().loop_rows).
+  /// The state of those rows at the last accelerations() (violation, rate, whether active; index
+  /// from 0 = unilateralLayout().loop_rows).
   const std::vector<UnilateralRowState>& unilateralRows() const { return row_state_; }
-  /// Whether each of them was active at the last accelerations() (same index).
-  const std::vector<char>& unilateralActive() const { return row_active_; }
+  /// How many of them were active at the last accelerations().
+  int activeUnilateralRows() const { return active_unilateral_; }
   /// The projected Gauss–Seidel solve of the last accelerations() (no sweeps when no bounded
   /// row was active).
   const GaussSeidelResult& lastSolve() const { return last_solve_; }
@@ -130,7 +130,7 @@ class ConstraintRowStage final : public ConstraintStage {
   // Delassus matrix with the closures eliminated, plus the regulariser), its bounds, the
   // closures' response to it Y = W_ee⁺ W_ei, and the last multipliers (the warm start)
   std::vector<UnilateralRowState> row_state_;
-  std::vector<char> row_active_;
+  int active_unilateral_ = 0;
   std::vector<RowBound> kinds_;
   std::vector<double> bounds_;
   Eigen::MatrixXd A_, Y_;

@@ -1,5 +1,6 @@
 #include "engine/constraints/unilateral_rows.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -55,8 +56,12 @@ void contactPoint(const Model& model, const Data& data, int sphere, Vector3& poi
 
 void evaluateUnilateralRows(const Model& model, const Data& data, const UnilateralLayout& layout,
                             const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                            const Eigen::VectorXd& qdd, bool with_jacobian, ConstraintRows& rows,
-                            std::vector<UnilateralRowState>& state) {
+                            const Eigen::VectorXd& qdd, double time_step, bool with_jacobian,
+                            ConstraintRows& rows, std::vector<UnilateralRowState>& state) {
+  // a limit or a normal from the step in which it would close
+  const auto closes = [time_step](const UnilateralRowState& s) {
+    return s.violation + time_step * std::min(s.rate, 0.0) < 0.0;
+  };
   // limits: the row faces the nearer limit, r = q − lower (J = e_d) or upper − q (J = −e_d)
   for (std::size_t k = 0; k < layout.limit_dofs.size(); ++k) {
     const int d = layout.limit_dofs[k];
@@ -65,13 +70,14 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
     const double to_lower = position - model.lower_limit[d];
     const double to_upper = model.upper_limit[d] - position;
     const double sign = to_lower <= to_upper ? 1.0 : -1.0;
-    writeJointRow(model, data, d, sign, with_jacobian, rows, row);
     UnilateralRowState& s = state[row - layout.loop_rows];
     s.kind = RowBound::kUnilateral;
     s.violation = sign > 0.0 ? to_lower : to_upper;
     s.rate = sign * v[d];
     s.acceleration = sign * qdd[d];
     s.bound = 0.0;
+    s.active = closes(s);
+    if (s.active) writeJointRow(model, data, d, sign, with_jacobian, rows, row);
   }
   // joint friction: the row q̇_d, its force within ±F
   for (std::size_t k = 0; k < layout.friction_dofs.size(); ++k) {
@@ -80,6 +86,7 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
     writeJointRow(model, data, d, 1.0, with_jacobian, rows, row);
     UnilateralRowState& s = state[row - layout.loop_rows];
     s.kind = RowBound::kBox;
+    s.active = true;
     s.violation = 0.0;
     s.position = q[model.idx_q[model.dof_body[d]]];
     s.rate = v[d];
@@ -98,20 +105,32 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
     const MotionVector& V = data.V_W[body];
     const Vector3 omega = V.head<3>();
     const Vector3 v_point = V.tail<3>() + omega.cross(p);
-    const Vector3 v_center = V.tail<3>() + omega.cross(center);
+    // rows in the order normal (z), tangent x, tangent y
+    constexpr int kDirection[3] = {2, 0, 1};
+    for (int axis = 0; axis < 3; ++axis) {
+      UnilateralRowState& s = state[first + axis - layout.loop_rows];
+      const int direction = kDirection[axis];
+      s.kind = axis == 0 ? RowBound::kConeNormal : RowBound::kConeTangent;
+      s.bound = axis == 0 ? model.ground.friction : 0.0;
+      s.violation = axis == 0 ? distance : 0.0;
+      s.position = p(direction);
+      s.rate = v_point(direction);
+    }
+    const bool active = closes(state[first - layout.loop_rows]);
+    for (int axis = 0; axis < 3; ++axis) state[first + axis - layout.loop_rows].active = active;
+    if (!active) continue;
     // the body's own acceleration (A_W less the base's, gravity's −g): α and a_O, then the
     // centre's classical acceleration (RBDA eq. 2.47) and, for the tangents, the rolling
     // contact's a_c + α × (p − c): the rate of v_p with p held on the sphere's lowest point
+    const Vector3 v_center = V.tail<3>() + omega.cross(center);
     const Vector3 alpha = data.A_W[body].head<3>() - data.A_W[0].head<3>();
     const Vector3 a_origin = data.A_W[body].tail<3>() - data.A_W[0].tail<3>();
     const Vector3 a_center = a_origin + alpha.cross(center) + omega.cross(v_center);
     const Vector3 a_rolling = a_center + alpha.cross(p - center);
     for (int axis = 0; axis < 3; ++axis) {
-      // rows in the order normal (z), tangent x, tangent y
-      const int direction = axis == 0 ? 2 : axis - 1;
-      const Vector3 n = Vector3::Unit(direction);
+      const int direction = kDirection[axis];
       const int row = first + axis;
-      const Vector6 g = pointRow(p, n);
+      const Vector6 g = pointRow(p, Vector3::Unit(direction));
       rows.body_b[row] = body;
       rows.body_a[row] = 0;
       rows.force_b.col(row) = g;
@@ -121,13 +140,8 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
         for (int d = lastDof(model, body); d >= 0; d = model.dof_parent[d])
           rows.jacobian(row, d) = g.dot(data.S_W.col(d));
       }
-      UnilateralRowState& s = state[row - layout.loop_rows];
-      s.violation = axis == 0 ? distance : 0.0;
-      s.position = p(direction);
-      s.rate = v_point(direction);
-      s.acceleration = axis == 0 ? a_center(direction) : a_rolling(direction);
-      s.kind = axis == 0 ? RowBound::kConeNormal : RowBound::kConeTangent;
-      s.bound = axis == 0 ? model.ground.friction : 0.0;
+      state[row - layout.loop_rows].acceleration =
+          axis == 0 ? a_center(direction) : a_rolling(direction);
     }
   }
 }

@@ -43,16 +43,21 @@ struct UnilateralRowState {
   double acceleration = 0.0;  ///< J q̈ + J̇ v at the formulation's q̈ [m/s², rad/s²]
   double bound = 0.0;         ///< kBox: the friction force; kConeNormal: μ [N·m, N, or 1]
   RowBound kind = RowBound::kUnilateral;
+  /// In the problem: a limit or a contact from the step in which it would close
+  /// (r + h min(ṙ, 0) < 0), a friction row always, a contact's tangents with their normal.
+  /// Only an active row's spatial form (and Jacobian) is written.
+  bool active = false;
 };
 
 /// Evaluates every row of `layout` at Data's kinematics: poses, S_W, V_W and, for the contacts,
 /// the bodies' accelerations in A_W (A_W[0] the base's) of the q̈ in `qdd`. Writes each row's
-/// spatial form into `rows` (its Jacobian too when `with_jacobian`) and its state into `state`
-/// (indexed from 0 = the first row after the loops). Allocation-free.
+/// state into `state` (indexed from 0 = the first row after the loops), whether it is active for
+/// a step of `time_step` [s], and the spatial form of the active ones into `rows` (their Jacobian
+/// too when `with_jacobian`). Allocation-free.
 void evaluateUnilateralRows(const Model& model, const Data& data, const UnilateralLayout& layout,
                             const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                            const Eigen::VectorXd& qdd, bool with_jacobian, ConstraintRows& rows,
-                            std::vector<UnilateralRowState>& state);
+                            const Eigen::VectorXd& qdd, double time_step, bool with_jacobian,
+                            ConstraintRows& rows, std::vector<UnilateralRowState>& state);
 
 /// The world-frame contact point of each contact sphere (its lowest point, on the ground side)
 /// and its signed distance to the ground [m], at Data's poses; for reporting.

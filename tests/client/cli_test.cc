@@ -710,7 +710,7 @@ TEST_F(CliTest, EvalOfALoopModelGivesTheConstrainedAccelerations) {
 TEST_F(CliTest, EvalInverseRoundTripsEval) {
   std::mt19937 rng(11);
   // the trees alone: inverse dynamics knows no contact or limit forces
-  for (const std::string name : {treeModel("iiwa14"), treeModel("quadruped")}) {
+  for (const std::string& name : {treeModel("iiwa14"), treeModel("quadruped")}) {
     SCOPED_TRACE(name);
     const Model model = loadModel(name);
     const auto cases = writeEvalInput(model, path("in.csv"), 15, rng);

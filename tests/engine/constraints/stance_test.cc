@@ -50,8 +50,9 @@ TEST(QuadrupedStance, StandsThirtySecondsOnItsFeet) {
       for (int foot = 0; foot < 4; ++foot) {
         const int normal = first_contact + 3 * foot;
         deepest = std::max(deepest, -stage->unilateralRows()[normal].violation);
-        if (k >= 1000)  // dropped from 0.1 mm above the ground, settled after a second
-          ASSERT_TRUE(stage->unilateralActive()[normal]) << "foot " << foot << " lifted at " << k;
+        if (k >= 1000) {  // dropped from 0.1 mm above the ground, settled after a second
+          ASSERT_TRUE(stage->unilateralRows()[normal].active) << "foot " << foot << " lifted at " << k;
+        }
         // sticking: the tangents' force inside the cone
         const Eigen::VectorXd& lambda = stage->multipliers();
         const int row = layout.loop_rows + normal;
