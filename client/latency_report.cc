@@ -326,6 +326,20 @@ void writeServerStatsSummary(const v1::SessionStats& s, std::ostream& out) {
     if (transport->send_errors() > 0) out << ", send errors " << transport->send_errors();
     out << "\n";
   }
+  const v1::ConstraintStats& k = s.constraints();
+  const auto sum = [](const auto& counts) {
+    std::uint64_t total = 0;
+    for (const std::uint64_t n : counts) total += n;
+    return total;
+  };
+  if (k.effort_saturations_size() > 0 || k.limit_cycles_size() > 0 ||
+      k.solver_max_iterations() > 0) {
+    out << "  drives: effort saturations " << sum(k.effort_saturations()) << ", velocity cuts "
+        << sum(k.velocity_cuts()) << "; stops pushing in " << sum(k.limit_cycles())
+        << " DoF-cycles; contacts now " << k.contacts_active() << ", solver sweeps "
+        << k.solver_iterations() << " (most " << k.solver_max_iterations() << ", out of budget "
+        << k.solver_unconverged() << " cycles)\n";
+  }
   if (s.has_fault()) out << "  fault: " << s.fault().reason() << "\n";
 }
 

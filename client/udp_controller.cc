@@ -85,7 +85,15 @@ UdpController::~UdpController() = default;
 
 std::uint64_t UdpController::sync(std::uint32_t steps) {
   command_.mutable_command()->mutable_tau()->Clear();
-  return transmit(steps);
+  return transmit(steps);  // a base wrench on a sync is checked and ignored, as its absent torques
+}
+
+void UdpController::setBaseWrench(std::span<const double> wrench) {
+  if (!wrench.empty() && wrench.size() != 6)
+    throw std::invalid_argument("base wrench: six values (force, then torque) or none");
+  auto* out = command_.mutable_command()->mutable_base_wrench();
+  out->Clear();
+  out->Add(wrench.begin(), wrench.end());
 }
 
 std::uint64_t UdpController::send(std::span<const double> tau, std::uint32_t steps) {

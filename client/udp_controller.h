@@ -75,6 +75,10 @@ class UdpController {
   /// means 1); ignored in the other modes. Returns the sequence, or 0 as for sync(). Sizes and
   /// values are not checked here: the server rejects and counts what breaks the contract.
   std::uint64_t send(std::span<const double> tau, std::uint32_t steps = 0);
+  /// A push on a floating base carried by every send() from now on (Command.base_wrench): six
+  /// values, the force in the world frame [N] then the torque [N·m]; empty to stop pushing.
+  /// Throws std::invalid_argument for another size.
+  void setBaseWrench(std::span<const double> wrench);
 
   /// Waits up to `timeout` (0: only what has already arrived) for the next State and stores it
   /// in `out` (swapped with an internal message: both keep their arrays' capacity, so this does

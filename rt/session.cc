@@ -44,6 +44,10 @@ void validate(const SessionConfig& c) {
   if (c.max_catch_up < 0) fail("max_catch_up must be ≥ 0");
   if (!(c.max_speed > 0.0)) fail("max_speed must be > 0");
   if (c.command_capacity < 1) fail("command_capacity must be ≥ 1");
+  if (m.contact_spheres.size() > static_cast<std::size_t>(kMaxContacts)) {
+    fail("model has " + std::to_string(m.contact_spheres.size()) +
+         " contact spheres; sessions hold at most " + std::to_string(kMaxContacts));
+  }
   if (c.initial_q && (c.initial_q->size() != m.nq || !c.initial_q->allFinite())) {
     fail("initial q must hold nq = " + std::to_string(m.nq) + " finite numbers");
   }
@@ -68,6 +72,9 @@ Session::Session(SessionConfig config, EventLogger* events)
       v0_(config_.initial_v.value_or(Eigen::VectorXd::Zero(config_.model->nv))),
       held_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       applied_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
+      row_stage_(dynamic_cast<const ConstraintRowStage*>(simulator_.constraints())),
+      row_forces_(*config_.model),
+      limit_cycles_(static_cast<std::size_t>(config_.model->nv), 0),
       watchdog_(config_.watchdog),
       commands_(config_.command_capacity),
       events_(std::make_shared<EventQueue>()),
@@ -214,6 +221,13 @@ void Session::restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorX
   simulator_.setState(q, v, 0.0);
   held_tau_.setZero();
   applied_tau_.setZero();
+  held_wrench_.setZero();
+  if (hasFloatingBase(*config_.model)) simulator_.setBaseWrench(Vector3::Zero(), Vector3::Zero());
+  row_forces_ = ConstraintForces(*config_.model);
+  std::fill(limit_cycles_.begin(), limit_cycles_.end(), 0);
+  solver_max_iterations_ = 0;
+  solver_unconverged_ = 0;
+  solver_ = SolverSample{};
   watchdog_.disarm();
   watchdog_was_tripped_ = false;
   watchdog_armed_.store(false);
@@ -235,8 +249,10 @@ void Session::restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorX
 
 bool Session::pushCommand(const Command& command) {
   const SessionState now = state();
+  const bool pushes = std::any_of(command.base_wrench.begin(), command.base_wrench.end(),
+                                  [](double x) { return x != 0.0; });
   if (command.nv != config_.model->nv || now == SessionState::kStopped ||
-      now == SessionState::kFaulted) {
+      now == SessionState::kFaulted || (pushes && !hasFloatingBase(*config_.model))) {
     commands_rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -467,8 +483,15 @@ bool Session::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
         return false;
       }
     }
+    for (int k = 0; k < 6; ++k) {
+      if (!std::isfinite(fresh->base_wrench[k])) {
+        fault(FaultKind::kNonFiniteCommand, model.nv + k, fresh->base_wrench[k], fresh->sequence);
+        return false;
+      }
+    }
     current_ = *fresh;
     held_tau_ = Eigen::Map<const Eigen::VectorXd>(fresh->tau.data(), model.nv);
+    held_wrench_ = Eigen::Map<const Vector6>(fresh->base_wrench.data());
     commands_applied_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -489,22 +512,34 @@ bool Session::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
     success_rate_.store(watchdog_.successRate(), std::memory_order_relaxed);
     command_age_.store(watchdog_.commandAge(now), std::memory_order_relaxed);
   }
+  // a push belongs to the command that carries it: the watchdog's own torques come without
+  bool push = true;
   switch (action) {
     case WatchdogAction::kApplyCommand:
     case WatchdogAction::kHoldLast: applied_tau_ = held_tau_; break;
-    case WatchdogAction::kZeroTorque: applied_tau_.setZero(); break;
+    case WatchdogAction::kZeroTorque:
+      applied_tau_.setZero();
+      push = false;
+      break;
     case WatchdogAction::kDamping:
       applied_tau_.noalias() = -config_.watchdog.damping_gain * simulator_.v();
+      push = false;
       break;
     case WatchdogAction::kFault:
       fault(FaultKind::kWatchdog, -1, watchdog_.consecutiveMissed(), current_.sequence);
       return false;
   }
 
+  if (hasFloatingBase(model)) {
+    const Vector6 wrench = push ? held_wrench_ : Vector6::Zero();
+    simulator_.setBaseWrench(wrench.head<3>(), wrench.tail<3>());
+  }
+
   const Nanoseconds step_start = monotonicNow();
   for (int s = 0; s < config_.substeps; ++s) simulator_.step(applied_tau_);
   const Nanoseconds step_end = monotonicNow();
   ++cycle_;
+  if (row_stage_) readRowForces();
 
   // a loop the step could not keep closed: the state after it is not the mechanism's
   if (const ConstraintFailure& failure = simulator_.constraintFailure();
@@ -538,6 +573,19 @@ bool Session::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
   return true;
 }
 
+void Session::readRowForces() {
+  readConstraintForces(*config_.model, *row_stage_, row_forces_);
+  for (int d = 0; d < config_.model->nv; ++d) {
+    if (row_forces_.limit_force[d] != 0.0) ++limit_cycles_[d];
+  }
+  const GaussSeidelResult& solve = row_stage_->lastSolve();
+  solver_.iterations = solve.iterations;
+  solver_.residual = solve.residual;
+  solver_.converged = solve.iterations == 0 || solve.converged;
+  solver_max_iterations_ = std::max(solver_max_iterations_, solver_.iterations);
+  if (!solver_.converged) ++solver_unconverged_;
+}
+
 void Session::publish() {
   const Model& model = *config_.model;
   StateSnapshot& out = state_out_.writeBuffer();
@@ -548,7 +596,20 @@ void Session::publish() {
   out.nv = model.nv;
   std::copy_n(simulator_.q().data(), model.nq, out.q.begin());
   std::copy_n(simulator_.v().data(), model.nv, out.v.begin());
-  std::copy_n(applied_tau_.data(), model.nv, out.tau.begin());
+  std::copy_n(simulator_.appliedTau().data(), model.nv, out.tau.begin());
+  std::copy_n(applied_tau_.data(), model.nv, out.tau_commanded.begin());
+  std::copy_n(row_forces_.limit_force.data(), model.nv, out.limit_force.begin());
+  out.ncontacts = static_cast<std::int32_t>(model.contact_spheres.size());
+  for (int k = 0; k < out.ncontacts; ++k) {
+    std::copy_n(row_forces_.contact_force[k].data(), 3, out.contact_force.begin() + 3 * k);
+    out.contact_depth[k] = row_forces_.contact_depth[k];
+  }
+  std::copy_n(simulator_.effortSaturations().data(), model.nv, out.effort_saturations.begin());
+  std::copy_n(simulator_.velocityCuts().data(), model.nv, out.velocity_cuts.begin());
+  std::copy_n(limit_cycles_.data(), model.nv, out.limit_cycles.begin());
+  out.solver = solver_;
+  out.solver_max_iterations = solver_max_iterations_;
+  out.solver_unconverged = solver_unconverged_;
   out.command_sequence = current_.sequence;
   out.command_client_time = current_.client_send_time;
   out.command_receive_time = current_.receive_time;

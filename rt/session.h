@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/constraints/constraint_forces.h"
 #include "engine/integrators/simulator.h"
 #include "rt/clock.h"
 #include "rt/deadline_monitor.h"
@@ -34,6 +35,8 @@ namespace hilsim::rt {
 /// Capacity of the fixed-size command and state records: models with nq or nv above it are
 /// refused. Fixed size keeps every copy through the channels free of allocation.
 constexpr int kMaxCoordinates = 128;
+/// Capacity of the contact records of a state: models with more contact spheres are refused.
+constexpr int kMaxContacts = 64;
 
 /// Joint torques for one or more control periods, from a controller.
 struct Command {
@@ -43,6 +46,18 @@ struct Command {
   std::uint32_t steps = 1;           ///< lockstep: control periods to advance with this τ
   std::int32_t nv = 0;               ///< number of torques; must equal the model's nv
   std::array<double, kMaxCoordinates> tau{};  ///< generalized forces [N·m or N], v order
+  /// A push on the floating base while the command applies (Simulator::setBaseWrench): force in
+  /// W [N] at the base's origin, then torque in W [N·m]. All zero: none; only a model with a
+  /// floating base takes a non-zero one.
+  std::array<double, 6> base_wrench{};
+};
+
+/// The constraint solve of a cycle, for statistics: its last evaluation's projected Gauss–Seidel
+/// (docs/CONTACT.md, "Solver").
+struct SolverSample {
+  std::int32_t iterations = 0;  ///< sweeps of the cycle's last solve (0: no bounded row active)
+  double residual = 0.0;        ///< its residual [m/s², rad/s²]
+  bool converged = true;        ///< it met the tolerance within the budget
 };
 
 /// The state after one control cycle, as published to readers.
@@ -54,7 +69,25 @@ struct StateSnapshot {
   std::int32_t nv = 0;
   std::array<double, kMaxCoordinates> q{};    ///< positions (quaternions w, x, y, z)
   std::array<double, kMaxCoordinates> v{};    ///< velocities
-  std::array<double, kMaxCoordinates> tau{};  ///< torques applied during the cycle
+  /// Joint forces the drives applied during the cycle (the last step's, within the actuator
+  /// limits) [N·m, N]
+  std::array<double, kMaxCoordinates> tau{};
+  /// Joint forces asked of the drives: the command's, or the watchdog's in its stead [N·m, N]
+  std::array<double, kMaxCoordinates> tau_commanded{};
+  /// Per dof, the generalized force of its position-limit row (0 clear of the limits) [N·m, N]
+  std::array<double, kMaxCoordinates> limit_force{};
+  std::int32_t ncontacts = 0;  ///< the model's contact spheres
+  /// Per contact sphere: the ground's force on it in W (x, y, z) [N]
+  std::array<double, 3 * kMaxContacts> contact_force{};
+  /// Per contact sphere: depth of its lowest point below the ground (≥ 0) [m]
+  std::array<double, kMaxContacts> contact_depth{};
+  /// Counts since start or reset, per dof: cycles whose command the effort limit cut, that the
+  /// velocity limit cut, in which the position limit pushed
+  std::array<std::uint64_t, kMaxCoordinates> effort_saturations{}, velocity_cuts{},
+      limit_cycles{};
+  SolverSample solver;             ///< this cycle's constraint solve
+  std::int32_t solver_max_iterations = 0;  ///< most sweeps of any cycle since start or reset
+  std::uint64_t solver_unconverged = 0;    ///< cycles whose solve ran out of sweeps since then
   std::uint64_t command_sequence = 0;         ///< the command applied (0: none yet)
   Nanoseconds command_client_time = 0;        ///< its client send time
   Nanoseconds command_receive_time = 0;       ///< its receive time (CLOCK_MONOTONIC)
@@ -181,6 +214,8 @@ class Session {
   bool takeNewestCommand(Command& out);
   void fault(FaultKind kind, std::int64_t index, double value, std::uint64_t sequence);
   void publish();
+  // row_forces_, the limit counts and the solver's sample from the stage's last evaluation
+  void readRowForces();
   void emit(EventKind kind, std::int64_t value, std::int64_t extra = 0, double x = 0.0);
   void joinRtThread();
   void restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorXd& v);
@@ -194,6 +229,15 @@ class Session {
   Eigen::VectorXd q0_, v0_;
   Eigen::VectorXd held_tau_;     // RT: the torques of the newest command
   Eigen::VectorXd applied_tau_;  // RT: what the watchdog let through this cycle
+  Vector6 held_wrench_ = Vector6::Zero();  // RT: the newest command's base wrench
+  // RT: the constraint stage's row forces (nullptr, none: a tree without rows) and the counts
+  // published with every state
+  const ConstraintRowStage* row_stage_ = nullptr;
+  ConstraintForces row_forces_;
+  std::vector<std::uint64_t> limit_cycles_;
+  std::int32_t solver_max_iterations_ = 0;
+  std::uint64_t solver_unconverged_ = 0;
+  SolverSample solver_;
   Watchdog watchdog_;
   DeadlineMonitor monitor_;
   LatencyHistogram step_time_;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "engine/integrators/simulator.h"
 #include "engine/integrators/step_limit.h"
 #include "hilsim/v1/udp.pb.h"
 #include "proto/engine_names.h"
@@ -75,8 +76,9 @@ v1::JointType jointType(JointType type) {
   return v1::JOINT_TYPE_UNSPECIFIED;
 }
 
-// A State with every field set to a value of its largest encoding.
-void fillWorstCaseState(int nq, int nv, v1::State* state) {
+// A State with every field the model's states carry set to a value of its largest encoding.
+void fillWorstCaseState(const Model& model, v1::State* state) {
+  const int nq = model.nq, nv = model.nv;
   constexpr double kValue = -1.2345678901234567e300;
   state->set_session_id(std::numeric_limits<std::uint64_t>::max());
   state->set_cycle(std::numeric_limits<std::uint64_t>::max());
@@ -91,6 +93,11 @@ void fillWorstCaseState(int nq, int nv, v1::State* state) {
   state->set_publish_time_ns(std::numeric_limits<std::int64_t>::min());
   state->set_send_time_ns(std::numeric_limits<std::int64_t>::min());
   state->set_watchdog_tripped(true);
+  const StateExtras extras = stateExtras(model);
+  for (int i = 0; extras.tau_commanded && i < nv; ++i) state->add_tau_commanded(kValue);
+  for (int i = 0; extras.limit_force && i < nv; ++i) state->add_limit_force(kValue);
+  for (int i = 0; i < 3 * extras.contacts; ++i) state->add_contact_force(kValue);
+  for (int i = 0; i < extras.contacts; ++i) state->add_contact_depth(kValue);
 }
 
 template <typename T>
@@ -134,16 +141,36 @@ v1::ModelInfo describeModel(const Model& model, const std::string& name) {
   for (int i = 1; i < model.nbodies; ++i) mass += model.inertias[i].mass;
   info.set_total_mass(mass);
   info.set_nalgebraic(static_cast<std::uint32_t>(model.nalgebraic));
+  const StateExtras extras = stateExtras(model);
+  info.set_floating_base(hasFloatingBase(model));
+  info.set_position_limits(extras.limit_force);
+  info.set_actuator_limits(extras.tau_commanded);
+  // +inf (unknown) and 0 (a URDF's "not given") both mean no limit: sent as 0
+  const auto limit = [](double value) { return std::isfinite(value) && value > 0.0 ? value : 0.0; };
+  for (int d = 0; extras.tau_commanded && d < model.nv; ++d) {
+    info.add_effort_limit(limit(model.effort_limit[d]));
+    info.add_velocity_limit(limit(model.velocity_limit[d]));
+  }
+  for (int k = 0; k < extras.contacts; ++k) info.add_contacts(model.contact_spheres[k].name);
   return info;
 }
 
-std::uint32_t udpStateMaxBytes(int nq, int nv) {
+StateExtras stateExtras(const Model& model) {
+  StateExtras extras;
+  extras.tau_commanded = model.actuator_limits_enforced && model.nv > 0;
+  for (int d = 0; d < model.nv; ++d) extras.limit_force = extras.limit_force || model.limitEnforced(d);
+  extras.contacts = model.ground.enabled ? static_cast<int>(model.contact_spheres.size()) : 0;
+  return extras;
+}
+
+std::uint32_t udpStateMaxBytes(const Model& model) {
   v1::UdpState message;
-  fillWorstCaseState(nq, nv, message.mutable_state());
+  fillWorstCaseState(model, message.mutable_state());
   return static_cast<std::uint32_t>(message.ByteSizeLong());
 }
 
-std::uint32_t udpCommandMaxBytes(int nv) {
+std::uint32_t udpCommandMaxBytes(const Model& model) {
+  const int nv = model.nv;
   v1::UdpCommand message;
   message.set_token(std::string(16, '\xff'));
   v1::Command* command = message.mutable_command();
@@ -152,6 +179,7 @@ std::uint32_t udpCommandMaxBytes(int nv) {
   command->set_client_send_time_ns(std::numeric_limits<std::int64_t>::min());
   for (int i = 0; i < nv; ++i) command->add_tau(-1.2345678901234567e300);
   command->set_steps(std::numeric_limits<std::uint32_t>::max());
+  for (int i = 0; hasFloatingBase(model) && i < 6; ++i) command->add_base_wrench(-1.2345678901234567e300);
   return static_cast<std::uint32_t>(message.ByteSizeLong());
 }
 

@@ -28,9 +28,17 @@ void toProto(const rt::HistogramSummary& summary, v1::LatencySummary* out);
 /// Sizes, joints, coordinate labels, neutral configuration, gravity and mass of a model.
 v1::ModelInfo describeModel(const Model& model, const std::string& name);
 
-/// Largest serialized UdpState / UdpCommand of a model with every field set [bytes].
-std::uint32_t udpStateMaxBytes(int nq, int nv);
-std::uint32_t udpCommandMaxBytes(int nv);
+/// The fields of State a model's states carry beyond q, v and tau (control.proto).
+struct StateExtras {
+  bool tau_commanded = false;  ///< actuator limits: the commanded forces
+  bool limit_force = false;    ///< enforced position limits: their forces
+  int contacts = 0;            ///< contact spheres on an enabled ground: their force and depth
+};
+StateExtras stateExtras(const Model& model);
+
+/// Largest serialized UdpState / UdpCommand of a model with every field it carries set [bytes].
+std::uint32_t udpStateMaxBytes(const Model& model);
+std::uint32_t udpCommandMaxBytes(const Model& model);
 
 /// Resolves a requested configuration: every field left 0 or unset by `request` takes the value
 /// of `server.session_defaults`, then the contract's default; the result is checked against the

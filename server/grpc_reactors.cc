@@ -29,11 +29,23 @@ std::string describeRejection(Rejection rejection, const v1::Command& command,
       return "command sequence " + std::to_string(command.sequence()) +
              " is not above the newest accepted (" + std::to_string(newest) + ")";
     case Rejection::kWrongSize:
-      return "tau has " + std::to_string(command.tau_size()) +
-             " values; expected none (a sync) or nv = " + std::to_string(nv);
+      if (command.tau_size() != 0 && command.tau_size() != nv) {
+        return "tau has " + std::to_string(command.tau_size()) +
+               " values; expected none (a sync) or nv = " + std::to_string(nv);
+      }
+      if (!session.modelInfo().floating_base()) {
+        return "base_wrench: the model has no floating base to push (its first joint is not a "
+               "free joint)";
+      }
+      return "base_wrench has " + std::to_string(command.base_wrench_size()) +
+             " values; expected none or 6 (force, then torque, in the world frame)";
     case Rejection::kNonFinite: {
       for (int i = 0; i < command.tau_size(); ++i) {
         if (!std::isfinite(command.tau(i))) return "tau[" + std::to_string(i) + "] is not finite";
+      }
+      for (int i = 0; i < command.base_wrench_size(); ++i) {
+        if (!std::isfinite(command.base_wrench(i)))
+          return "base_wrench[" + std::to_string(i) + "] is not finite";
       }
       return "a torque is not finite";
     }

@@ -272,6 +272,48 @@ std::vector<MetricFamily> buildFamilies(const std::vector<SessionMetricsSample>&
              "Log events lost because the session's event queue was full.", counter,
              [](const auto& s) { return s.stats.events_dropped(); });
 
+  // actuator limits, joint stops, contact solver (per DoF: only the DoFs with a count)
+  struct PerDof {
+    const char* name;
+    const char* help;
+    const google::protobuf::RepeatedField<std::uint64_t>& (v1::ConstraintStats::*field)() const;
+  };
+  for (const PerDof& d :
+       {PerDof{"hilsim_effort_saturations_total",
+               "Cycles whose commanded force the DoF's effort limit cut.",
+               &v1::ConstraintStats::effort_saturations},
+        PerDof{"hilsim_velocity_cuts_total",
+               "Cycles whose commanded force the DoF's velocity limit cut.",
+               &v1::ConstraintStats::velocity_cuts},
+        PerDof{"hilsim_limit_cycles_total", "Cycles in which the DoF's position-limit stop pushed.",
+               &v1::ConstraintStats::limit_cycles}}) {
+    MetricFamily& family = out.add(d.name, d.help, counter);
+    for (const SessionMetricsSample& s : samples) {
+      const auto& counts = (s.stats.constraints().*d.field)();
+      for (int k = 0; k < counts.size(); ++k) {
+        if (counts[k] == 0) continue;
+        const std::string dof = static_cast<std::size_t>(k) < s.dof_labels.size()
+                                    ? s.dof_labels[static_cast<std::size_t>(k)]
+                                    : std::to_string(k);
+        Families::counter(family, withLabel(sessionLabels(s), "dof", dof),
+                          static_cast<double>(counts[k]));
+      }
+    }
+  }
+  perSession(out, samples, "hilsim_contacts_active", "Contact spheres touching the ground.", gauge,
+             [](const auto& s) { return s.stats.constraints().contacts_active(); });
+  perSession(out, samples, "hilsim_limits_active", "Joint stops pushing.", gauge,
+             [](const auto& s) { return s.stats.constraints().limits_active(); });
+  perSession(out, samples, "hilsim_solver_iterations",
+             "Sweeps of the newest cycle's contact and limit solve.", gauge,
+             [](const auto& s) { return s.stats.constraints().solver_iterations(); });
+  perSession(out, samples, "hilsim_solver_max_iterations",
+             "Most sweeps of any cycle's contact and limit solve since start or reset.", gauge,
+             [](const auto& s) { return s.stats.constraints().solver_max_iterations(); });
+  perSession(out, samples, "hilsim_solver_unconverged_total",
+             "Cycles whose contact and limit solve used up its iteration budget.", counter,
+             [](const auto& s) { return s.stats.constraints().solver_unconverged(); });
+
   MetricFamily& setup = out.add(
       "hilsim_rt_setup_applied",
       "1 if the host allowed the RT-thread set-up step (lock_memory, prefault_stack, timer_slack, "

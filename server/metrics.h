@@ -21,6 +21,7 @@ struct SessionMetricsSample {
   std::string name;
   std::string model;
   v1::SessionStats stats;                 ///< as GetStats returns them
+  std::vector<std::string> dof_labels;    ///< ModelInfo.v_labels: the `dof` label of per-DoF counts
   rt::HistogramSnapshot wakeup_latency;   ///< [ns], the loop's wake-up latency
   rt::HistogramSnapshot compute_time;     ///< [ns], wake-up to end of cycle
   rt::HistogramSnapshot engine_step;      ///< [ns], the physics substeps of one cycle

@@ -24,6 +24,7 @@ ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::Mod
       effective_config_(std::move(effective_config)),
       udp_token_(udp_token),
       session_(std::make_unique<rt::Session>(std::move(config), events)) {
+  extras_ = stateExtras(session_->model());
   snapshot_ = session_->latestState();
   publisher_ = std::thread([this] { publisherMain(); });
 }
@@ -101,8 +102,13 @@ void ServerSession::reset(const std::optional<Eigen::VectorXd>& q,
 Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds receive_time) {
   const int size = command.tau_size();
   if (size != 0 && size != nv()) return Rejection::kWrongSize;
+  const int pushes = command.base_wrench_size();
+  if (pushes != 0 && (pushes != 6 || !model_info_.floating_base())) return Rejection::kWrongSize;
   for (const double tau : command.tau()) {
     if (!std::isfinite(tau)) return Rejection::kNonFinite;
+  }
+  for (const double wrench : command.base_wrench()) {
+    if (!std::isfinite(wrench)) return Rejection::kNonFinite;
   }
   // Bounded work per request: steps are cycles the RT thread runs back to back (other modes
   // ignore them).
@@ -122,6 +128,8 @@ Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds rece
   queued.steps = command.steps();
   queued.nv = size;
   std::copy(command.tau().begin(), command.tau().end(), queued.tau.begin());
+  std::copy(command.base_wrench().begin(), command.base_wrench().end(),
+            queued.base_wrench.begin());
   if (session_->pushCommand(queued)) return Rejection::kNone;
   // pushCommand refuses a full channel, or a session that stopped or faulted since the check.
   const rt::SessionState after = session_->state();
@@ -246,6 +254,24 @@ void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out) const {
   out->set_publish_time_ns(s.publish_time);
   out->set_send_time_ns(0);
   out->set_watchdog_tripped(s.watchdog_tripped);
+  // sparse: the commanded forces when a drive cut them, the stops' forces when one pushes
+  const auto n = static_cast<std::ptrdiff_t>(s.nv);
+  if (extras_.tau_commanded &&
+      !std::equal(s.tau_commanded.begin(), s.tau_commanded.begin() + n, s.tau.begin())) {
+    out->mutable_tau_commanded()->Assign(s.tau_commanded.begin(), s.tau_commanded.begin() + n);
+  } else {
+    out->clear_tau_commanded();
+  }
+  if (extras_.limit_force && std::any_of(s.limit_force.begin(), s.limit_force.begin() + n,
+                                         [](double f) { return f != 0.0; })) {
+    out->mutable_limit_force()->Assign(s.limit_force.begin(), s.limit_force.begin() + n);
+  } else {
+    out->clear_limit_force();
+  }
+  const int contacts = std::min(extras_.contacts, static_cast<int>(s.ncontacts));
+  out->mutable_contact_force()->Assign(s.contact_force.begin(),
+                                       s.contact_force.begin() + 3 * contacts);
+  out->mutable_contact_depth()->Assign(s.contact_depth.begin(), s.contact_depth.begin() + contacts);
 }
 
 void ServerSession::latestState(v1::State* out) {
@@ -277,8 +303,8 @@ void ServerSession::fillInfo(v1::SessionInfo* out) {
     out->clear_fault();
   }
   out->set_udp_port(udpPort());
-  out->set_udp_state_max_bytes(udpStateMaxBytes(nq(), nv()));
-  out->set_udp_command_max_bytes(udpCommandMaxBytes(nv()));
+  out->set_udp_state_max_bytes(udpStateMaxBytes(model()));
+  out->set_udp_command_max_bytes(udpCommandMaxBytes(model()));
   out->set_control_period_ns(session_->period());
   out->set_dt(1.0 / (session_->config().control_rate * session_->config().substeps));
   latestState(out->mutable_latest_state());
@@ -326,6 +352,7 @@ void ServerSession::fillStats(v1::SessionStats* out) {
   watchdog->set_tripped(s.watchdog_tripped);
   watchdog->set_armed(s.watchdog_armed);
 
+  fillConstraintStats(out->mutable_constraints());
   udp_.toProto(out->mutable_udp());
   grpc_.toProto(out->mutable_grpc());
   out->set_events_dropped(s.events_dropped);
@@ -336,6 +363,31 @@ void ServerSession::fillStats(v1::SessionStats* out) {
     entry->set_applied(step.result.ok);
     entry->set_detail(step.result.detail);
   }
+}
+
+void ServerSession::fillConstraintStats(v1::ConstraintStats* out) {
+  const rt::StateSnapshot s = session_->latestState();
+  const int n = s.nv;
+  out->Clear();
+  if (extras_.tau_commanded) {
+    out->mutable_effort_saturations()->Assign(s.effort_saturations.begin(),
+                                              s.effort_saturations.begin() + n);
+    out->mutable_velocity_cuts()->Assign(s.velocity_cuts.begin(), s.velocity_cuts.begin() + n);
+  }
+  std::uint32_t limits_active = 0, contacts_active = 0;
+  if (extras_.limit_force) {
+    out->mutable_limit_cycles()->Assign(s.limit_cycles.begin(), s.limit_cycles.begin() + n);
+    for (int d = 0; d < n; ++d) limits_active += s.limit_force[d] != 0.0 ? 1 : 0;
+  }
+  for (int k = 0; k < std::min(extras_.contacts, static_cast<int>(s.ncontacts)); ++k) {
+    contacts_active += s.contact_force[3 * k + 2] != 0.0 ? 1 : 0;
+  }
+  out->set_solver_iterations(static_cast<std::uint32_t>(s.solver.iterations));
+  out->set_solver_residual(s.solver.residual);
+  out->set_solver_max_iterations(static_cast<std::uint32_t>(s.solver_max_iterations));
+  out->set_solver_unconverged(s.solver_unconverged);
+  out->set_limits_active(limits_active);
+  out->set_contacts_active(contacts_active);
 }
 
 bool ServerSession::claimControlStream() {

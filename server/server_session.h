@@ -19,6 +19,7 @@
 #include "hilsim/v1/session.pb.h"
 #include "rt/session.h"
 #include "server/server_config.h"
+#include "server/conversions.h"
 #include "server/transport_stats.h"
 
 namespace hilsim::server {
@@ -112,6 +113,8 @@ class ServerSession {
   void latestState(v1::State* out);
   void fillInfo(v1::SessionInfo* out);
   void fillStats(v1::SessionStats* out);
+  /// What the actuator limits, stops and contact solver did (SessionStats.constraints).
+  void fillConstraintStats(v1::ConstraintStats* out);
 
   // The lease (SessionConfig.idle_timeout_s): who created the session, when, and when it was
   // last used. Thread-safe.
@@ -158,6 +161,7 @@ class ServerSession {
   std::atomic<rt::Nanoseconds> last_use_{rt::monotonicNow()};
   std::atomic<std::uint64_t> commands_seen_{0};  // commands_received at the last idleSeconds()
   v1::ModelInfo model_info_;
+  StateExtras extras_;  // the State fields the model's states carry
   v1::SessionConfig effective_config_;
   Token udp_token_;
   std::atomic<std::uint16_t> udp_port_{0};

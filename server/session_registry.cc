@@ -457,6 +457,8 @@ std::vector<SessionMetricsSample> SessionRegistry::sample() const {
     out.name = session.name();
     out.model = sessions[i].second;
     session.fillStats(&out.stats);
+    out.dof_labels.assign(session.modelInfo().v_labels().begin(),
+                          session.modelInfo().v_labels().end());
     // In place: this runs on the metrics server's thread, whose stack is small.
     session.session().monitor().wakeupLatency().snapshot(out.wakeup_latency);
     session.session().monitor().computeTime().snapshot(out.compute_time);

@@ -73,6 +73,7 @@ void evaluateUnilateralRows(const Model& model, const Data& data, const Unilater
     UnilateralRowState& s = state[row - layout.loop_rows];
     s.kind = RowBound::kUnilateral;
     s.violation = sign > 0.0 ? to_lower : to_upper;
+    s.sign = sign;
     s.rate = sign * v[d];
     s.acceleration = sign * qdd[d];
     s.bound = 0.0;

@@ -43,6 +43,9 @@ struct UnilateralRowState {
   double acceleration = 0.0;  ///< J q̈ + J̇ v at the formulation's q̈ [m/s², rad/s²]
   double bound = 0.0;         ///< kBox: the friction force; kConeNormal: μ [N·m, N, or 1]
   RowBound kind = RowBound::kUnilateral;
+  /// A limit row's direction in v: +1 facing the lower limit (its force pushes q̇_d up), −1 the
+  /// upper; +1 for the other rows
+  double sign = 1.0;
   /// In the problem: a limit or a contact from the step in which it would close
   /// (r + h min(ṙ, 0) < 0), a friction row always, a contact's tangents with their normal.
   /// Only an active row's spatial form (and Jacobian) is written.

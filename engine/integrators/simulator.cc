@@ -1,5 +1,6 @@
 #include "engine/integrators/simulator.h"
 
+#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 
@@ -87,7 +88,8 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       constraints_(std::move(constraints)),
       applied_tau_(Eigen::VectorXd::Zero(model_->nv)),
       effort_saturations_(model_->nv, 0),
-      velocity_cuts_(model_->nv, 0) {
+      velocity_cuts_(model_->nv, 0),
+      total_tau_(Eigen::VectorXd::Zero(model_->nv)) {
   if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
     throw std::invalid_argument(why);
   if (!constraints_ && model_->needsConstraintStage())
@@ -124,6 +126,32 @@ void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   applied_work_ = 0.0;
   dissipated_energy_ = 0.0;
   failure_ = ConstraintFailure{};
+  std::fill(effort_saturations_.begin(), effort_saturations_.end(), 0);
+  std::fill(velocity_cuts_.begin(), velocity_cuts_.end(), 0);
+}
+
+bool hasFloatingBase(const Model& model) {
+  return model.nbodies > 1 && model.parent[1] == 0 &&
+         model.joint_type[1] == JointType::kFreeFlyer;
+}
+
+void Simulator::setBaseWrench(const Vector3& force_W, const Vector3& torque_W) {
+  assert(hasFloatingBase(*model_));
+  base_force_W_ = force_W;
+  base_torque_W_ = torque_W;
+  base_wrench_ = !force_W.isZero(0.0) || !torque_W.isZero(0.0);
+}
+
+void Simulator::addBaseWrench() {
+  // the free joint's v: the origin's velocity in its joint frame J, then ω in the base frame B,
+  // so its generalized force is (R_WJᵀ f, R_WBᵀ n) — the power f·ṗ + n·ω (docs/NOTATION.md)
+  const Model& model = *model_;
+  const Matrix3& R_WJ = model.joint_placement[1].rotation;
+  const int qi = model.idx_q[1], vi = model.idx_v[1];
+  const Eigen::Quaterniond joint(q_[qi + 3], q_[qi + 4], q_[qi + 5], q_[qi + 6]);
+  const Matrix3 R_WB = R_WJ * joint.normalized().toRotationMatrix();
+  total_tau_.segment<3>(vi).noalias() += R_WJ.transpose() * base_force_W_;
+  total_tau_.segment<3>(vi + 3).noalias() += R_WB.transpose() * base_torque_W_;
 }
 
 const Eigen::VectorXd& Simulator::accelerations(const Eigen::VectorXd& q,
@@ -159,7 +187,9 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
   const Model& model = *model_;
   const double h = dt_;
   applyActuatorLimits(commanded);
-  const Eigen::VectorXd& tau = applied_tau_;
+  total_tau_ = applied_tau_;
+  if (base_wrench_) addBaseWrench();
+  const Eigen::VectorXd& tau = total_tau_;
   if (constraints_) constraints_->beginStep();
   switch (integrator_) {
     case Integrator::kSemiImplicitEuler: {

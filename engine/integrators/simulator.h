@@ -39,6 +39,10 @@ std::span<const Integrator> integrators();
 /// motion (Model::nalgebraic > 0) also needs the integrator `imex_euler`.
 std::string checkSimulatorChoice(const Model& model, Formulation formulation, Integrator integrator);
 
+/// Whether the model's first joint is a free joint on the world (a floating base): the joint a
+/// base wrench (Simulator::setBaseWrench) acts through.
+bool hasFloatingBase(const Model& model);
+
 /// Advances (q, v, t) by a fixed step under joint forces tau. `step` is allocation-free, lock-free
 /// and does not throw; the state starts at the neutral configuration at rest (with consistent
 /// massless velocities).
@@ -60,9 +64,19 @@ class Simulator {
   /// |τ| ≤ effort limit, and no force that drives a joint already at its velocity limit
   /// faster (a limit of 0 or +inf: none). Zero before the first step.
   const Eigen::VectorXd& appliedTau() const { return applied_tau_; }
-  /// Per dof, the steps whose commanded force the effort limit cut since construction.
+  /// An external wrench on the floating base (hasFloatingBase) for the steps that follow, until
+  /// set again: a force in W [N] at the base body's origin and a torque in W [N·m] (a push, a
+  /// tether, a lifting crane). It enters as the free joint's generalized force, converted at each
+  /// step's start (the force exactly; the torque with the base's orientation then, so within a
+  /// step it turns with the base). Not an actuator's: no limit applies, appliedTau() leaves it
+  /// out; its work counts in appliedWork(). Zero until set; kept by setState().
+  void setBaseWrench(const Vector3& force_W, const Vector3& torque_W);
+
+  /// Per dof, the steps whose commanded force the effort limit cut since construction or the last
+  /// setState().
   const std::vector<std::uint64_t>& effortSaturations() const { return effort_saturations_; }
-  /// Per dof, the steps whose commanded force the velocity limit cut since construction.
+  /// Per dof, the steps whose commanded force the velocity limit cut since construction or the
+  /// last setState().
   const std::vector<std::uint64_t>& velocityCuts() const { return velocity_cuts_; }
 
   /// Sets the state; quaternions are renormalised, and with loops (q, v) are assembled onto the
@@ -136,8 +150,15 @@ class Simulator {
   // the joint forces of the last step within the actuator limits, and how often they cut
   Eigen::VectorXd applied_tau_;
   std::vector<std::uint64_t> effort_saturations_, velocity_cuts_;
+  // the floating base's external wrench (force, torque in W) and the forces a step applies:
+  // applied_tau_ plus its generalized force
+  Vector3 base_force_W_ = Vector3::Zero(), base_torque_W_ = Vector3::Zero();
+  bool base_wrench_ = false;
+  Eigen::VectorXd total_tau_;
   // applied_tau_ from the commanded tau at the current velocity
   void applyActuatorLimits(const Eigen::VectorXd& tau);
+  // total_tau_ += the base wrench's generalized force at q_
+  void addBaseWrench();
 };
 
 }  // namespace hilsim

@@ -3,13 +3,15 @@
 // It creates a REALTIME session on the bundled `quadruped` at 1 kHz (four foot spheres on the
 // ground, a crouched start: docs/CONTACT.md), starts it, and answers every State with the torques
 // of a PD stance law on the twelve joints (stance_law.h; nothing on the floating base, which the
-// feet carry). It prints the base's height and tilt once a second, then closes the session and
-// prints the server's statistics of the run.
+// feet carry). Halfway through it pushes the base sideways (10 N for 0.1 s, the commands' base
+// wrench) and the legs take it. It prints the base's height, sideways offset, tilt and the feet's
+// load once a second, then closes the session and prints the server's statistics of the run.
 //
 //   quadruped_stance [--server HOST:PORT] [--token TOKEN] [--duration SECONDS]
 //
 // Defaults: HILSIM_SERVER or 127.0.0.1:50051, HILSIM_ACCESS_TOKEN, 10 s.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -95,11 +97,21 @@ int main(int argc, char** argv) {
     // 4. Answer every State with torques until the duration has passed.
     const auto cycles = static_cast<std::uint64_t>(options.duration * 1000.0);
     const std::uint64_t first_cycle = state.cycle();
+    const std::uint64_t push_start = first_cycle + cycles / 2, push_end = push_start + 100;
+    const std::array<double, 6> push = {0.0, 10.0, 0.0, 0.0, 0.0, 0.0};  // N, then N·m, in W
+    bool pushing = false;
+    const double y_start = state.q(1);
     std::uint64_t last_print = first_cycle;
     int silent = 0;
     while (state.cycle() < first_cycle + cycles && !InterruptGuard::requested()) {
       if (state.state() != v1::SESSION_STATE_RUNNING)
         throw std::runtime_error("the session is " + v1::SessionState_Name(state.state()));
+      const bool push_now = state.cycle() >= push_start && state.cycle() < push_end;
+      if (push_now != pushing) {
+        udp.setBaseWrench(push_now ? std::span<const double>(push) : std::span<const double>());
+        pushing = push_now;
+        if (push_now) std::printf("t = %5.2f s   push: 10 N sideways for 0.1 s\n", state.time());
+      }
       law.torques(view(state.q()), view(state.v()), tau);
       udp.send(tau);  // applied at the next cycle
       if (!udp.receive(state, 20ms)) {
@@ -110,8 +122,13 @@ int main(int argc, char** argv) {
       silent = 0;
       if (state.cycle() >= last_print + 1000) {
         last_print = state.cycle();
-        std::printf("t = %5.2f s   base height %.4f m, tilt %.3f°\n", state.time(), state.q(2),
-                    tilt(state) * 180.0 / std::numbers::pi);
+        double load = 0.0;  // the feet's normal forces [N]
+        for (int foot = 0; foot < state.contact_depth_size(); ++foot)
+          load += state.contact_force(3 * foot + 2);
+        std::printf("t = %5.2f s   base height %.4f m, sideways %+.4f m, tilt %.3f°, feet carry "
+                    "%.2f N\n",
+                    state.time(), state.q(2), state.q(1) - y_start,
+                    tilt(state) * 180.0 / std::numbers::pi, load);
       }
     }
 

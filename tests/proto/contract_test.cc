@@ -281,6 +281,27 @@ TEST(Contract, UdpStateFitsOneEthernetFrameUpToTheStatedDof) {
   for (int n = 1; n < 16; ++n) EXPECT_LE(worstUdpState(n, n).ByteSizeLong(), udpStateBound(n, n));
 }
 
+TEST(Contract, TheStateFieldsOfLimitsAndContactsAddWhatTheContractStates) {
+  // udp.proto: tau_commanded and limit_force 8·nv + 3 each, nc contacts 32·nc + 8 (bounds, exact
+  // from 16 DoF and 16 contacts on, as every length then takes two bytes)
+  for (const auto& [nq, nv] : {std::pair{19, 18}, std::pair{7, 7}, std::pair{51, 50}}) {
+    for (int contacts : {0, 4, 16, 64}) {
+      v1::UdpState u = worstUdpState(nq, nv);
+      v1::State* s = u.mutable_state();
+      for (int k = 0; k < nv; ++k) s->add_tau_commanded(-1.0e300 + k);
+      for (int k = 0; k < nv; ++k) s->add_limit_force(-1.0e300 + k);
+      for (int k = 0; k < 3 * contacts; ++k) s->add_contact_force(-1.0e300 + k);
+      for (int k = 0; k < contacts; ++k) s->add_contact_depth(1.0e-3 * k);
+      const std::size_t bound = udpStateBound(nq, nv) + 2 * (8 * static_cast<std::size_t>(nv) + 3) +
+                                (contacts > 0 ? 32 * static_cast<std::size_t>(contacts) + 8 : 0);
+      EXPECT_LE(u.ByteSizeLong(), bound) << nv << " DoF, " << contacts << " contacts";
+      if (nv >= 16 && (contacts == 0 || contacts >= 16)) {
+        EXPECT_EQ(u.ByteSizeLong(), bound) << nv << " DoF, " << contacts << " contacts";
+      }
+    }
+  }
+}
+
 std::string readFile(const std::string& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in) << "cannot read " << path;

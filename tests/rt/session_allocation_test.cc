@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/io/model_loader.h"
+#include "examples/quadruped_stance/stance_law.h"
 #include "rt/session.h"
 #include "tests/support/allocation_hooks.h"
 
@@ -91,6 +92,44 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(sessionModeName(info.param.mode)) + "_" +
              std::string(watchdogPolicyName(info.param.policy));
     });
+
+// The contact stage's cycle: the quadruped standing under its stance law, pushed now and then
+// (base wrench on and off), its foot forces and the solver's counts published every cycle.
+TEST(RtThreadAllocations, NoneWithContactsAndPushes) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+  SessionConfig c;
+  c.model = std::make_shared<const Model>(loadModel("quadruped"));
+  c.mode = SessionMode::kLockstep;
+  c.thread.lock_memory = false;
+  c.name = "alloc-contacts";
+  c.on_rt_thread_start = [] { test::beginHeapCounting(); };
+  Session s(c);
+  const examples::StanceLaw law(s.model(), 3.0, 0.05);
+  const test::HeapCounts before = test::allThreadsHeapCounts();
+  ASSERT_TRUE(s.start());
+  constexpr std::uint64_t kContactCycles = 5000;
+  StateSnapshot state = s.latestState();
+  for (std::uint64_t sequence = 1; sequence <= kContactCycles; ++sequence) {
+    Command command;
+    command.sequence = sequence;
+    command.nv = s.model().nv;
+    command.steps = 1;
+    law.torques({state.q.data(), static_cast<std::size_t>(state.nq)},
+                {state.v.data(), static_cast<std::size_t>(state.nv)},
+                {command.tau.data(), static_cast<std::size_t>(command.nv)});
+    if ((sequence / 100) % 4 == 1) command.base_wrench = {2.0, -3.0, 0.0, 0.0, 0.0, 0.1};
+    ASSERT_TRUE(s.pushCommand(command));
+    ASSERT_TRUE(s.waitForCycle(sequence, kNanosecondsPerSecond));
+    state = s.latestState();
+  }
+  const test::HeapCounts after = test::allThreadsHeapCounts();
+  s.stop();
+  ASSERT_EQ(s.state(), SessionState::kStopped) << s.stats().fault;
+  EXPECT_EQ(after.allocations - before.allocations, 0);
+  EXPECT_EQ(after.deallocations - before.deallocations, 0);
+  EXPECT_GT(state.contact_force[2], 0.0) << "a foot on the ground";
+  EXPECT_GT(state.solver_max_iterations, 0);
+}
 
 TEST(RtThreadAllocations, TheCounterSeesAnAllocationOnTheRtThread) {
   if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";

@@ -183,6 +183,98 @@ TEST_F(ServerTest, BadRequestsGetClearStatusCodes) {
             StatusCode::FAILED_PRECONDITION);
 }
 
+// What a controller reads of its drives and stops: iiwa14's joint 1 asked for 10⁴ N·m gets its
+// URDF effort limit (300 N·m), runs into the velocity limit (10 rad/s), then into its upper stop
+// (2.967 rad), where the stop's force balances the drive's; the state says commanded and
+// applied torque and the stop's force, the statistics count every cut. (The other joints are
+// limp: the arm folds under gravity onto other stops of its own.)
+TEST_F(ServerTest, DrivesSaturateAndStopsPushAsTheStateAndStatisticsSay) {
+  const v1::SessionInfo info = createBundled("iiwa14", v1::SESSION_MODE_LOCKSTEP);
+  EXPECT_TRUE(info.model().actuator_limits());
+  EXPECT_TRUE(info.model().position_limits());
+  EXPECT_FALSE(info.model().floating_base());
+  ASSERT_EQ(info.model().effort_limit_size(), 7);
+  EXPECT_DOUBLE_EQ(info.model().effort_limit(0), 300.0);
+  EXPECT_DOUBLE_EQ(info.model().velocity_limit(0), 10.0);
+  EXPECT_EQ(info.model().contacts_size(), 0);
+  ASSERT_TRUE(start(info.session_id()).ok());
+
+  v1::Command step;
+  step.set_session_id(info.session_id());
+  step.set_sequence(1);
+  for (int k = 0; k < 7; ++k) step.add_tau(k == 0 ? 1e4 : 0.0);
+  step.set_steps(1);
+  v1::State state;
+  ASSERT_TRUE(stub_->Step(context().get(), step, &state).ok());
+  ASSERT_EQ(state.tau_size(), 7);
+  EXPECT_DOUBLE_EQ(state.tau(0), 300.0);
+  ASSERT_EQ(state.tau_commanded_size(), 7);
+  EXPECT_DOUBLE_EQ(state.tau_commanded(0), 1e4);
+  EXPECT_EQ(state.limit_force_size(), 0) << "clear of the stops: not sent";
+
+  step.set_sequence(2);
+  step.set_steps(2999);
+  ASSERT_TRUE(stub_->Step(context().get(), step, &state).ok());
+  const double upper = 2.96705972839;
+  EXPECT_GT(state.q(0), upper - 1e-3);
+  EXPECT_LT(state.q(0), upper + 0.05);  // the stop's static give under 300 N·m (docs/CONTACT.md)
+  EXPECT_LT(std::abs(state.v(0)), 1e-3) << "at rest against the stop";
+  ASSERT_EQ(state.limit_force_size(), 7);
+  // the axis is vertical: no gravity about it, so the stop alone balances the drive
+  EXPECT_NEAR(state.limit_force(0), -300.0, 3.0);
+  int pushing = 0;
+  for (int k = 0; k < 7; ++k) pushing += state.limit_force(k) != 0.0 ? 1 : 0;
+
+  const v1::ConstraintStats counts = stats(info.session_id()).constraints();
+  ASSERT_EQ(counts.effort_saturations_size(), 7);
+  EXPECT_EQ(counts.effort_saturations(0), 3000u);
+  EXPECT_GT(counts.velocity_cuts(0), 0u);
+  EXPECT_GT(counts.limit_cycles(0), 2500u);
+  for (int k = 1; k < 7; ++k) {
+    EXPECT_EQ(counts.effort_saturations(k), 0u);
+    EXPECT_EQ(counts.velocity_cuts(k), 0u);
+  }
+  EXPECT_EQ(counts.limits_active(), static_cast<std::uint32_t>(pushing));
+  EXPECT_GT(counts.solver_max_iterations(), 0u);
+  EXPECT_EQ(counts.solver_unconverged(), 0u);
+
+  // a push needs a floating base; a wrench of the wrong size or not finite is refused
+  step.set_sequence(3);
+  step.set_steps(1);
+  for (int k = 0; k < 6; ++k) step.add_base_wrench(1.0);
+  grpc::Status status = stub_->Step(context().get(), step, &state);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("no floating base"), std::string::npos)
+      << status.error_message();
+  const v1::SessionInfo quadruped = createBundled("quadruped", v1::SESSION_MODE_LOCKSTEP);
+  EXPECT_TRUE(quadruped.model().floating_base());
+  EXPECT_EQ(quadruped.model().contacts_size(), 4);
+  // docs/PROTOCOL.md: 528 bytes of q, v, tau and stamps, 134 of four feet, 147 each for
+  // tau_commanded and limit_force
+  EXPECT_EQ(quadruped.udp_state_max_bytes(), 956u);
+  // iiwa14: the 256-byte bound less a byte per array length under 128 bytes, plus 2 + 56 bytes
+  // each for tau_commanded and limit_force
+  EXPECT_EQ(info.udp_state_max_bytes(), 256u - 3u + 2u * 58u);
+  ASSERT_TRUE(start(quadruped.session_id()).ok());
+  v1::Command push;
+  push.set_session_id(quadruped.session_id());
+  push.set_sequence(1);
+  for (int k = 0; k < 18; ++k) push.add_tau(0.0);
+  for (int k = 0; k < 5; ++k) push.add_base_wrench(1.0);
+  status = stub_->Step(context().get(), push, &state);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("base_wrench has 5 values"), std::string::npos)
+      << status.error_message();
+  push.add_base_wrench(std::nan(""));
+  status = stub_->Step(context().get(), push, &state);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("base_wrench[5] is not finite"), std::string::npos)
+      << status.error_message();
+  const v1::TransportStats grpc_counts = stats(quadruped.session_id()).grpc();
+  EXPECT_EQ(grpc_counts.wrong_size(), 1u);
+  EXPECT_EQ(grpc_counts.non_finite(), 1u);
+}
+
 // Lockstep through Step reproduces the offline simulation bit for bit (same binary, same
 // machine): same model, same integrator, same torques, same step. On the default arm and on the
 // flexible arm (its modal coordinates travel in q and v like any others) under sines on every

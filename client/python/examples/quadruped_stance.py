@@ -2,8 +2,10 @@
 """The bundled Solo 12 quadruped standing on the ground, held up from Python: a REALTIME session
 on `quadruped` at 1 kHz (four foot spheres on the ground, a crouched start), answered over UDP
 with the torques of a PD stance law on its twelve joints (nothing on the floating base, which the
-feet carry), as examples/quadruped_stance/stance_law.h. It prints the base's height and tilt once
-a second, then closes the session and prints the server's figures of the run.
+feet carry), as examples/quadruped_stance/stance_law.h. Halfway through it pushes the base
+sideways (10 N for 0.1 s, the commands' base wrench) and the legs take it. It prints the base's
+height, sideways offset, tilt and the feet's load once a second, then closes the session and
+prints the server's figures of the run.
 
     PYTHONPATH=build/python python3 client/python/examples/quadruped_stance.py [--server H:P]
         [--duration S]
@@ -59,9 +61,14 @@ def main() -> int:
                     udp.sync()
                     state = udp.receive(0.1)
                 end = time.monotonic() + options.duration
+                push_start = state.time + options.duration / 2  # simulated time [s]
+                push = [0.0, 10.0, 0.0, 0.0, 0.0, 0.0]  # force [N], torque [N·m], world frame
+                y_start = state.q[1]
                 next_print = time.monotonic()
                 while time.monotonic() < end:
-                    udp.send(stance_torques(state.q, state.v))
+                    pushing = push_start <= state.time < push_start + 0.1
+                    udp.send(stance_torques(state.q, state.v),
+                             base_wrench=push if pushing else None)
                     received = udp.receive(0.02)
                     if received is None:
                         udp.sync()  # a lost State: ask for the newest one
@@ -70,7 +77,9 @@ def main() -> int:
                     if time.monotonic() >= next_print:
                         next_print += 1.0
                         print(f"t = {state.time:5.2f} s   base height {state.q[2]:.4f} m, "
-                              f"tilt {tilt_degrees(state.q):.3f} deg")
+                              f"sideways {state.q[1] - y_start:+.4f} m, "
+                              f"tilt {tilt_degrees(state.q):.3f} deg, "
+                              f"feet carry {state.contact_force[:, 2].sum():.2f} N")
                 print(f"controller: {udp.stats.sent} datagrams sent, {udp.stats.received} "
                       f"States received, {udp.stats.timeouts} timeouts")
         except KeyboardInterrupt:

@@ -37,7 +37,10 @@ class RpcError(RuntimeError):
 class State:
     """One control cycle's state (control.proto State) with numpy arrays: q (nq), v and tau (nv)
     in the model's coordinate order [rad, m, rad/s, m/s, N·m, N]; times in ns on the clocks the
-    proto names."""
+    proto names. tau is what the drives applied, tau_commanded what they were asked (equal to
+    tau unless an actuator limit cut it); limit_force the joint stops' forces (nv, zeros when
+    none pushes); contact_force the ground's force on each contact sphere in the world frame
+    (n × 3) [N] and contact_depth how deep each sits (n) [m]."""
 
     session_id: int
     cycle: int
@@ -52,6 +55,10 @@ class State:
     publish_time_ns: int
     send_time_ns: int
     watchdog_tripped: bool
+    tau_commanded: np.ndarray
+    limit_force: np.ndarray
+    contact_force: np.ndarray
+    contact_depth: np.ndarray
 
     @staticmethod
     def from_proto(message: control_pb2.State) -> "State":
@@ -69,6 +76,12 @@ class State:
             publish_time_ns=message.publish_time_ns,
             send_time_ns=message.send_time_ns,
             watchdog_tripped=message.watchdog_tripped,
+            # sparse on the wire: sent only when they differ from tau, from zero
+            tau_commanded=np.array(message.tau_commanded or message.tau, dtype=float),
+            limit_force=(np.array(message.limit_force, dtype=float) if message.limit_force
+                         else np.zeros(len(message.v))),
+            contact_force=np.array(message.contact_force, dtype=float).reshape(-1, 3),
+            contact_depth=np.array(message.contact_depth, dtype=float),
         )
 
     @property
@@ -92,6 +105,17 @@ def _finite(values: Sequence[float] | np.ndarray, name: str = "tau") -> list[flo
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name}: every value must be finite")
     return array.tolist()
+
+
+def _wrench(values: Optional[Sequence[float] | np.ndarray]) -> list[float]:
+    """A base wrench (force in the world frame [N], then torque [N·m]): six finite values, or
+    none."""
+    if values is None:
+        return []
+    wrench = _finite(values, "base_wrench")
+    if len(wrench) != 6:
+        raise ValueError("base_wrench: six values (force x y z [N], torque x y z [N·m])")
+    return wrench
 
 
 class ControlStream:
@@ -123,7 +147,7 @@ class ControlStream:
             self._incoming.put(error)
         self._incoming.put(None)
 
-    def _send(self, tau: list[float], steps: int) -> int:
+    def _send(self, tau: list[float], steps: int, base_wrench: list[float] = []) -> int:
         self._sequence += 1
         command = control_pb2.Command(
             session_id=self._session_id,
@@ -131,6 +155,7 @@ class ControlStream:
             client_send_time_ns=time.monotonic_ns(),
             tau=tau,
             steps=steps,
+            base_wrench=base_wrench,
         )
         self._outgoing.put(command)
         return self._sequence
@@ -140,10 +165,12 @@ class ControlStream:
         `steps` cycles with the torques last applied). Returns its sequence number."""
         return self._send([], steps)
 
-    def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0) -> int:
-        """Joint forces (nv values, v order) for the next cycle (LOCKSTEP: for `steps` cycles).
-        Returns the sequence number the answering State echoes."""
-        return self._send(_finite(tau), steps)
+    def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0,
+             base_wrench: Optional[Sequence[float] | np.ndarray] = None) -> int:
+        """Joint forces (nv values, v order) for the next cycle (LOCKSTEP: for `steps` cycles),
+        and optionally a push on a floating base while they apply (force in the world frame [N],
+        then torque [N·m]). Returns the sequence number the answering State echoes."""
+        return self._send(_finite(tau), steps, _wrench(base_wrench))
 
     def receive(self, timeout: float = 1.0) -> Optional[State]:
         """The next State, or None after `timeout` seconds. Raises RpcError when the stream
@@ -311,10 +338,13 @@ class SimulationClient:
 
     # --- control ------------------------------------------------------------------------------
 
-    def step(self, session_id: int, tau: Sequence[float] | np.ndarray, steps: int = 1) -> State:
-        """LOCKSTEP: `steps` control cycles with joint forces `tau` (nv values); the State after
-        the last."""
+    def step(self, session_id: int, tau: Sequence[float] | np.ndarray, steps: int = 1,
+             base_wrench: Optional[Sequence[float] | np.ndarray] = None) -> State:
+        """LOCKSTEP: `steps` control cycles with joint forces `tau` (nv values), and optionally a
+        push on a floating base during them (force in the world frame [N], then torque [N·m]);
+        the State after the last."""
         command = control_pb2.Command(session_id=session_id, tau=_finite(tau), steps=steps,
+                                      base_wrench=_wrench(base_wrench),
                                       client_send_time_ns=time.monotonic_ns())
         return State.from_proto(self._call("Step", command))
 

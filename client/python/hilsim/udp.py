@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from hilsim.client import State
+from hilsim.client import State, _wrench
 from hilsim.v1 import control_pb2, udp_pb2
 
 _MAX_DATAGRAM = 65_536
@@ -53,7 +53,7 @@ class UdpController:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _send(self, tau: list[float], steps: int) -> int:
+    def _send(self, tau: list[float], steps: int, base_wrench: list[float] = []) -> int:
         self._sequence += 1
         datagram = udp_pb2.UdpCommand(
             token=self._token,
@@ -63,6 +63,7 @@ class UdpController:
                 client_send_time_ns=time.monotonic_ns(),  # CLOCK_MONOTONIC, as the server's
                 tau=tau,
                 steps=steps,
+                base_wrench=base_wrench,
             ),
         ).SerializeToString()
         try:
@@ -79,13 +80,16 @@ class UdpController:
         when the kernel refused the datagram."""
         return self._send([], steps)
 
-    def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0) -> int:
+    def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0,
+             base_wrench: Optional[Sequence[float] | np.ndarray] = None) -> int:
         """Joint forces (nv values, v order [N·m, N]) for the next cycle (LOCKSTEP: `steps`
-        cycles). Returns the sequence the answering State echoes, or 0 as for sync()."""
+        cycles), and optionally a push on a floating base while they apply (force in the world
+        frame [N], then torque [N·m]). Returns the sequence the answering State echoes, or 0 as
+        for sync()."""
         values = np.asarray(tau, dtype=float).ravel()
         if not np.all(np.isfinite(values)):
             raise ValueError("tau: every value must be finite")
-        return self._send(values.tolist(), steps)
+        return self._send(values.tolist(), steps, _wrench(base_wrench))
 
     def receive(self, timeout: float = 0.02) -> Optional[State]:
         """The next State from the session, or None when none arrived within `timeout` seconds.

@@ -122,5 +122,52 @@ TEST(EnergyBalance, SetStateStartsTheAccountsAgain) {
   EXPECT_EQ(sim.dissipatedEnergy(), 0.0);
 }
 
+// A push on a floating base (Simulator::setBaseWrench): a free body without gravity, its centre
+// of mass at its origin, pushed by a constant force and a torque about a principal axis, moves
+// as Newton and Euler say — x = F t² / 2m, a turn of T t² / 2I about the torque's axis — and the
+// push's work is the kinetic energy it gave. The force and the torque are in the world frame,
+// and the body is turned to start with, so a frame mix-up shows.
+TEST(BaseWrench, PushesAFreeBodyAsNewtonAndEulerSay) {
+  const auto model = std::make_shared<const Model>(loadYamlString(R"(version: 1
+name: free_body
+gravity: [0, 0, 0]
+bodies:
+  - name: body
+    joint: {type: free, name: root}
+    inertia: {mass: 2.0, com: [0, 0, 0], inertia: [0.01, 0.02, 0.03, 0, 0, 0]}
+)", ".", "free_body.yaml"));
+  ASSERT_TRUE(hasFloatingBase(*model));
+  const Vector3 force(1.0, 2.0, -3.0);
+  const double torque = 0.006;  // about W's x, which the turned body's z axis is
+  for (const Integrator integrator : {Integrator::kRk4, Integrator::kSemiImplicitEuler}) {
+    Simulator sim(model, Formulation::kAba, integrator, 1e-3);
+    Eigen::VectorXd q = model->neutralConfiguration();
+    // body z along world x: a quarter turn about y (w, x, y, z)
+    q.segment<4>(3) << std::cos(M_PI / 4), 0.0, std::sin(M_PI / 4), 0.0;
+    sim.setState(q, Eigen::VectorXd::Zero(6));
+    sim.setBaseWrench(force, Vector3(torque, 0.0, 0.0));
+    const Eigen::VectorXd tau = Eigen::VectorXd::Zero(6);
+    for (int k = 0; k < 1000; ++k) sim.step(tau);
+    const double t = 1.0;
+    const double order = integrator == Integrator::kRk4 ? 1e-12 : 2e-3;  // Euler: O(h)
+    const Vector3 expected = force / 2.0 * t * t / 2.0;
+    EXPECT_LT((sim.q().head<3>() - expected).norm(), order * expected.norm());
+    // the turn: ω about body z grows as T t / I_zz, the angle as T t² / 2 I_zz
+    const double angle = torque * t * t / (2.0 * 0.03);
+    const Eigen::Quaterniond start(q[3], q[4], q[5], q[6]);
+    const Eigen::Quaterniond now(sim.q()[3], sim.q()[4], sim.q()[5], sim.q()[6]);
+    const Eigen::AngleAxisd turn(start.conjugate() * now);  // in the body frame
+    EXPECT_NEAR(turn.angle(), angle, order * angle);
+    EXPECT_NEAR(std::abs(turn.axis().z()), 1.0, 1e-9);
+    EXPECT_NEAR(sim.v()[5], torque * t / 0.03, order * torque * t / 0.03);
+    EXPECT_NEAR(sim.appliedWork(), sim.energy(), std::max(1e-9, order) * sim.energy())
+        << "the push did the work";
+    EXPECT_TRUE(sim.appliedTau().isZero(0.0)) << "no drive applied it";
+  }
+  // a fixed-base model has nothing to push
+  const Model arm = loadModel("iiwa14");
+  EXPECT_FALSE(hasFloatingBase(arm));
+}
+
 }  // namespace
 }  // namespace hilsim
