@@ -383,10 +383,14 @@ struct Viewer::Impl {
       *frame.mutable_q() = state.q();
       *frame.mutable_v() = state.v();
       *frame.mutable_tau() = state.tau();
+      *frame.mutable_tau_commanded() = state.tau_commanded();
+      *frame.mutable_limit_force() = state.limit_force();
+      *frame.mutable_contact_force() = state.contact_force();
       watcher.poser->pose(state.q(), &frame);
       v1::SessionStats stats;
       session.fillStats(&stats);
       *frame.mutable_timing() = stats.timing();
+      *frame.mutable_constraints() = stats.constraints();
       frame.set_real_time_factor(stats.real_time_factor());
       if (stats.has_fault()) frame.set_fault(stats.fault().reason());
     }

@@ -211,6 +211,18 @@ void buildViewerScene(ServerSession& session, v1::ViewerScene* scene) {
              {side[0], side[1], side[2]});
   }
 
+  if (model.ground.enabled) {
+    scene->mutable_ground()->set_height(model.ground.height);
+    scene->mutable_ground()->set_friction(model.ground.friction);
+    for (const ContactSphere& sphere : model.contact_spheres) {
+      v1::ViewerContact* contact = scene->add_contacts();
+      contact->set_name(sphere.name);
+      contact->set_body(sphere.body);
+      for (int k = 0; k < 3; ++k) contact->add_center(sphere.center[k]);
+      contact->set_radius(sphere.radius);
+    }
+  }
+
   for (const LoopClosure& loop : model.loops) {
     v1::ViewerClosure* closure = scene->add_closures();
     closure->set_name(loop.name);
@@ -266,6 +278,14 @@ void ViewerPoser::pose(const google::protobuf::RepeatedField<double>& q, v1::Vie
   for (const SpringDamper& spring : model_.force_elements) {
     addPoint(frame->mutable_spring_points(), data_.X_WB[spring.body_a].actPoint(spring.point_a));
     addPoint(frame->mutable_spring_points(), data_.X_WB[spring.body_b].actPoint(spring.point_b));
+  }
+  if (model_.ground.enabled) {
+    for (int k = 0; k < static_cast<int>(model_.contact_spheres.size()); ++k) {
+      Vector3 point;
+      double distance;
+      contactPoint(model_, data_, k, point, distance);
+      addPoint(frame->mutable_contact_points(), point);
+    }
   }
   if (model_.has_flexible_bodies) {
     for (int i = 1; i < model_.nbodies; ++i) {

@@ -248,10 +248,10 @@ TEST_F(ServerTest, DrivesSaturateAndStopsPushAsTheStateAndStatisticsSay) {
       << status.error_message();
   const v1::SessionInfo quadruped = createBundled("quadruped", v1::SESSION_MODE_LOCKSTEP);
   EXPECT_TRUE(quadruped.model().floating_base());
-  EXPECT_EQ(quadruped.model().contacts_size(), 4);
-  // docs/PROTOCOL.md: 528 bytes of q, v, tau and stamps, 134 of four feet, 147 each for
-  // tau_commanded and limit_force
-  EXPECT_EQ(quadruped.udp_state_max_bytes(), 956u);
+  EXPECT_EQ(quadruped.model().contacts_size(), 12);
+  // docs/PROTOCOL.md: 528 bytes of q, v, tau and stamps, 391 of twelve contact spheres, 147
+  // each for tau_commanded and limit_force
+  EXPECT_EQ(quadruped.udp_state_max_bytes(), 1213u);
   // iiwa14: the 256-byte bound less a byte per array length under 128 bytes, plus 2 + 56 bytes
   // each for tau_commanded and limit_force
   EXPECT_EQ(info.udp_state_max_bytes(), 256u - 3u + 2u * 58u);

@@ -46,6 +46,7 @@ sessions:
   - {name: arm, model: iiwa14, start: true}
   - {name: linkage, model: four_bar, start: true}
   - {name: meshes, model: mesh_robot, start: false}
+  - {name: legs, model: quadruped, start: true}
 """
 
 
@@ -241,6 +242,31 @@ def test_a_urdfs_meshes_are_fetched_and_drawn(server, browser):
     wait_for(lambda: browser.evaluate("window.hilsimViewer.meshesLoaded") >= 2, ACTION_TIMEOUT,
              "two meshes", lambda: page_report(browser))
     assert browser.evaluate("document.getElementById('message').textContent") == ""
+
+
+def test_the_ground_the_feet_and_their_forces_are_drawn_and_the_camera_follows(server, browser):
+    switch_to(browser, "4")
+    wait_for(lambda: browser.evaluate(
+        "window.hilsimViewer.lastFrame && window.hilsimViewer.lastFrame.session_id === '4' && "
+        "window.hilsimViewer.lastFrame.contact_force.length === 36"),
+        ACTION_TIMEOUT, "a frame of the quadruped with its contact spheres' forces",
+        lambda: page_report(browser))
+    assert browser.evaluate("window.hilsimViewer.ground()")
+    # without a controller it lies down on its feet, knees and belly: arrows show
+    wait_for(lambda: browser.evaluate("window.hilsimViewer.contacts().arrows") >= 4, ACTION_TIMEOUT,
+             "force arrows at the spheres on the ground", lambda: page_report(browser))
+    assert browser.evaluate("window.hilsimViewer.contacts().spheres") == 12
+    # the camera was fitted to it and follows its base (body 1)
+    assert browser.evaluate("window.hilsimViewer.inView(1)")
+
+
+def test_a_joint_at_its_stop_is_marked(server, browser):
+    switch_to(browser, "1")
+    # the limp arm folds onto its joint stops within a couple of seconds
+    wait_for(lambda: browser.evaluate("document.querySelectorAll('#joints tr.at-limit').length") >= 1,
+             ACTION_TIMEOUT, "a joint row marked at its stop", lambda: page_report(browser))
+    counts = browser.evaluate("document.querySelector('#joints tr.at-limit').cells[5].textContent")
+    assert re.fullmatch(r"\d+ / [1-9]\d*", counts), counts
 
 
 def test_a_closed_loop_is_drawn_with_its_closure(server, browser):

@@ -38,6 +38,19 @@ const status = {
     const group = view.bodies[i];
     return group ? group.position.toArray() : null;
   },
+  /** Whether body `i`'s origin is inside the camera's view now. */
+  inView(i) {
+    const group = view.bodies[i];
+    if (!group) return false;
+    const p = group.position.clone().project(view.camera);
+    return Math.abs(p.x) <= 1 && Math.abs(p.y) <= 1 && p.z >= -1 && p.z <= 1;
+  },
+  /** Contact spheres drawn, and force arrows shown now. */
+  contacts() {
+    return { spheres: view.contacts.length, arrows: view.contacts.filter((c) => c.arrow.visible).length };
+  },
+  /** Whether the scene has a ground plane. */
+  ground() { return !!view.world.getObjectByName('ground'); },
 };
 window.hilsimViewer = status;
 
@@ -105,6 +118,7 @@ const view = (() => {
   });
   return {
     scene, camera, controls, world, bodies: [], closures: [], springs: [], flexible: [],
+    contacts: [], jointMeshes: [], fitted: false, follow: null,
     redraw() { state.dirty = true; },
   };
 })();
@@ -199,6 +213,10 @@ function buildScene(scene) {
   view.closures = [];
   view.springs = [];
   view.flexible = [];
+  view.contacts = [];
+  view.jointMeshes = [];
+  view.fitted = false;
+  view.follow = null;
   const extent = scene.extent;
   const radius = Math.min(Math.max(0.015 * extent, 0.002), 0.05);
 
@@ -206,9 +224,20 @@ function buildScene(scene) {
   // normal to it, the world frame is drawn at that origin.
   const g = new THREE.Vector3().fromArray(scene.model.gravity || [0, 0, -9.81]);
   const up = g.lengthSq() > 0 ? g.clone().negate().normalize() : new THREE.Vector3(0, 0, 1);
-  const size = Math.max(1, Math.ceil(2 * extent));
+  // a model on the ground walks: its floor reaches further than its own size
+  const ground = scene.ground;
+  const size = Math.max(1, Math.ceil((ground ? 8 : 2) * extent));
   const grid = new THREE.GridHelper(size, size * 4 > 80 ? size : size * 4, 0x3a4350, 0x272c34);
   grid.quaternion.setFromUnitVectors(new THREE.Vector3(0, 1, 0), up);  // three's grid lies in xz
+  if (ground) {
+    // the contact plane: z = height, solid, the grid a hair above it
+    const plane = new THREE.Mesh(new THREE.PlaneGeometry(size, size),
+      new THREE.MeshStandardMaterial({ color: 0x2b3139, roughness: 0.95, metalness: 0.0 }));
+    plane.name = 'ground';
+    plane.position.z = Number(ground.height || 0);
+    grid.position.z = plane.position.z + 1e-4 * size;
+    view.world.add(plane);
+  }
   view.world.add(grid);
   const axes = new THREE.AxesHelper(Math.max(0.3, 0.4 * extent));
   view.world.add(axes);
@@ -216,7 +245,11 @@ function buildScene(scene) {
   scene.bodies.forEach((body, i) => {
     const group = new THREE.Group();
     group.name = body.name;
-    for (const shape of body.shapes) group.add(shapeMesh(shape, i));
+    for (const shape of body.shapes) {
+      const mesh = shapeMesh(shape, i);
+      group.add(mesh);
+      if (shape.role === 'ROLE_JOINT') view.jointMeshes[i] = mesh;
+    }
     view.world.add(group);
     view.bodies.push(group);
     if (body.nodes > 0) {
@@ -241,19 +274,65 @@ function buildScene(scene) {
     view.world.add(line);
     view.springs.push(line);
   }
-  // Look from a corner above the ground, at the middle of the model's height.
+  // Contact spheres on their bodies, and an arrow per sphere for the ground's force on it: its
+  // length is the force over the model's weight times the model's size (the arrows of a
+  // standing robot add up to about its height).
+  const weight = Math.max(Number(scene.model.total_mass || 0) * g.length(), 1e-9);
+  for (const contact of scene.contacts || []) {
+    const sphere = new THREE.Mesh(
+      new THREE.SphereGeometry(Math.max(Number(contact.radius || 0), 0.5 * radius), 16, 12),
+      new THREE.MeshStandardMaterial({ color: 0xffb347, roughness: 0.5 }));
+    sphere.position.fromArray(contact.center);
+    if (view.bodies[contact.body]) view.bodies[contact.body].add(sphere);
+    const arrow = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1,
+      0x53d48a, 0.25 * extent * 0.2, 0.12 * extent * 0.2);
+    arrow.visible = false;
+    view.world.add(arrow);
+    view.contacts.push({ contact, sphere, arrow, scale: 0.8 * extent / weight });
+  }
+  // A floating base: the camera follows it (the body its free joint moves).
+  const root = scene.model.joints.find((j) => j.type === 'JOINT_TYPE_FREE' &&
+    j.parent_body === scene.bodies[0].name);
+  if (root) view.follow = { body: scene.bodies.findIndex((b) => b.name === root.body), last: null };
+  // Until the first frame places the bodies (fitCamera), look from a corner above the ground.
+  view.up = up;
+  view.camera.up.copy(up);
+  lookAt(new THREE.Vector3().copy(up).multiplyScalar(0.35 * extent), extent);
+}
+
+/** Looks at `center` from a corner above it, far enough for a sphere of `radius` to fill the
+ * view's narrower side. */
+function lookAt(center, radius) {
+  const up = view.up;
   const side = Math.abs(up.x) < 0.9 ? new THREE.Vector3(1, 0, 0) : new THREE.Vector3(0, 1, 0);
   side.addScaledVector(up, -side.dot(up)).normalize();
   const across = new THREE.Vector3().crossVectors(up, side);
-  const d = 0.9 * extent;
-  view.camera.up.copy(up);
-  view.camera.position.copy(side).multiplyScalar(d).addScaledVector(across, -1.3 * d)
-    .addScaledVector(up, 0.8 * d);
-  view.controls.target.copy(up).multiplyScalar(0.35 * extent);
-  view.camera.near = extent / 500;
-  view.camera.far = extent * 200;
-  view.camera.updateProjectionMatrix();
+  const camera = view.camera;
+  const halfFov = THREE.MathUtils.degToRad(camera.fov) / 2;
+  const narrower = Math.min(halfFov, Math.atan(Math.tan(halfFov) * camera.aspect));
+  const distance = 1.15 * radius / Math.sin(narrower);
+  const direction = side.clone().addScaledVector(across, -1.3).addScaledVector(up, 0.8).normalize();
+  camera.position.copy(center).addScaledVector(direction, distance);
+  view.controls.target.copy(center);
+  camera.near = Math.max(distance / 500, 1e-4);
+  camera.far = distance * 200;
+  camera.updateProjectionMatrix();
   view.redraw();
+}
+
+/** Fits the camera to the bodies as drawn now (their shapes, or their origins for shapeless
+ * ones): the model fills the view whatever its size and wherever it stands. */
+function fitCamera() {
+  const box = new THREE.Box3();
+  view.bodies.forEach((group, i) => {
+    if (i === 0) return;  // the world's frame is at the origin, wherever the robot is
+    box.expandByPoint(group.position);
+    box.expandByObject(group);
+  });
+  if (box.isEmpty()) return;
+  const sphere = box.getBoundingSphere(new THREE.Sphere());
+  lookAt(sphere.center, Math.max(sphere.radius, 0.05));
+  view.fitted = true;
 }
 
 function applyPoses(frame) {
@@ -275,6 +354,40 @@ function applyPoses(frame) {
     if (frame.spring_points.length < 6 * (k + 1)) return;
     placeSegment(line, point(frame.spring_points, 2 * k), point(frame.spring_points, 2 * k + 1));
   });
+  // contact forces: an arrow from each touching sphere's lowest point along the ground's force
+  view.contacts.forEach(({ arrow, scale }, k) => {
+    const force = frame.contact_force || [];
+    const points = frame.contact_points || [];
+    if (force.length < 3 * (k + 1) || points.length < 3 * (k + 1)) { arrow.visible = false; return; }
+    const f = point(force, k);
+    const length = f.length() * scale;
+    arrow.visible = length > 1e-6;
+    if (!arrow.visible) return;
+    arrow.position.copy(point(points, k));
+    arrow.setDirection(f.normalize());
+    arrow.setLength(length, Math.min(0.3 * length, 0.05), Math.min(0.15 * length, 0.025));
+  });
+  // a joint at its stop turns red
+  const limits = frame.limit_force || [];
+  if (model) {
+    model.joints.forEach((joint, j) => {
+      const mesh = view.jointMeshes[j + 1];
+      if (!mesh || !mesh.material) return;
+      const pushing = joint.nv === 1 && limits.length > joint.v_start && limits[joint.v_start] !== 0;
+      mesh.material.color.setHex(pushing ? 0xff5c5c : ROLE_MATERIAL.ROLE_JOINT.color);
+    });
+  }
+  // follow a floating base: camera and target move with it, the user's orbit kept
+  if (view.follow && view.follow.body > 0 && view.bodies[view.follow.body]) {
+    const now = view.bodies[view.follow.body].position.clone();
+    if (view.follow.last) {
+      const moved = now.clone().sub(view.follow.last);
+      view.camera.position.add(moved);
+      view.controls.target.add(moved);
+    }
+    view.follow.last = now;
+  }
+  if (!view.fitted) fitCamera();
   let node = 0;
   for (const body of view.flexible) {
     for (let k = 0; k + 1 < body.nodes; ++k) {
@@ -366,8 +479,8 @@ function buildTable() {
     };
     row.insertCell().append(tick);
     row.insertCell().textContent = entry.name;
-    const cells = [row.insertCell(), row.insertCell(), row.insertCell()];
-    return { entry, cells };
+    const cells = [row.insertCell(), row.insertCell(), row.insertCell(), row.insertCell()];
+    return { entry, cells, row };
   });
 }
 
@@ -380,11 +493,31 @@ function updateTable(frame) {
   const now = performance.now();
   if (now - lastTableUpdate < 100) return;  // ten updates a second are readable
   lastTableUpdate = now;
-  for (const { entry, cells } of rows) {
+  const limits = frame.limit_force || [];
+  const commanded = frame.tau_commanded || [];
+  const counts = frame.constraints || {};
+  const count = (list, i) => Number((list || [])[i] || 0);
+  for (const { entry, cells, row } of rows) {
     cells[0].textContent = pick(frame.q, entry.qs);
     cells[1].textContent = pick(frame.v, entry.vs);
     cells[2].textContent = pick(frame.tau, entry.vs);
+    // at a stop: the row is red; a drive cut by its limit: τ is orange, with what was asked
+    const atStop = entry.vs.some((i) => limits.length > i && limits[i] !== 0);
+    const cut = entry.vs.some((i) => commanded.length > i && commanded[i] !== frame.tau[i]);
+    row.classList.toggle('at-limit', atStop);
+    cells[2].classList.toggle('saturated', cut);
+    cells[2].title = cut ? `asked ${pick(commanded, entry.vs)}` : '';
+    // saturations + velocity cuts, and cycles at a stop, since start or reset
+    const saturations = entry.vs.reduce((n, i) => n + count(counts.effort_saturations, i) +
+      count(counts.velocity_cuts, i), 0);
+    const stops = entry.vs.reduce((n, i) => n + count(counts.limit_cycles, i), 0);
+    cells[3].textContent = saturations || stops ? `${saturations} / ${stops}` : '';
   }
+  const c = frame.constraints;
+  $('contacts').textContent = c && (c.contacts_active || c.solver_max_iterations)
+    ? `contacts ${c.contacts_active || 0}, stops ${c.limits_active || 0}; solver ` +
+      `${c.solver_iterations || 0} sweeps (most ${c.solver_max_iterations || 0})`
+    : '';
 }
 
 function trim(data, now) {

@@ -19,7 +19,8 @@ namespace {
 
 TEST(QuadrupedStance, StandsThirtySecondsOnItsFeet) {
   const auto model = std::make_shared<const Model>(loadModel("quadruped"));
-  ASSERT_EQ(model->contact_spheres.size(), 4u);
+  // four feet first, then the knees and the body's underside (config/models/quadruped.yaml)
+  ASSERT_EQ(model->contact_spheres.size(), 12u);
   ASSERT_TRUE(model->ground.enabled);
   const examples::StanceLaw law(*model, 3.0, 0.05);
   const double weight = model->totalMass() * 9.81;
