@@ -1,13 +1,17 @@
-// quadruped_stance: the bundled Solo 12 quadruped standing on the ground, held up over UDP.
+// quadruped_stance, humanoid_stance: a bundled legged robot standing on the ground, held up over
+// UDP — the Solo 12 `quadruped` or the `humanoid` (one source, the model chosen at build time:
+// HILSIM_STANCE_MODEL).
 //
-// It creates a REALTIME session on the bundled `quadruped` at 1 kHz (four foot spheres on the
-// ground, a crouched start: docs/CONTACT.md), starts it, and answers every State with the torques
-// of a PD stance law on the twelve joints (stance_law.h; nothing on the floating base, which the
-// feet carry). Halfway through it pushes the base sideways (10 N for 0.1 s, the commands' base
-// wrench) and the legs take it. It prints the base's height, sideways offset, tilt and the feet's
-// load once a second, then closes the session and prints the server's statistics of the run.
+// It creates a REALTIME session on the model at 1 kHz (contact spheres on its feet, a standing
+// start: docs/CONTACT.md), starts it, and answers every State with the torques of a PD stance law
+// on every joint (stance_law.h; nothing on the floating base, which the feet carry). Halfway
+// through it pushes the base (the quadruped 10 N sideways, the humanoid 600 N forward, for 0.1 s:
+// the commands' base wrench) and the legs take it. It prints the base's height, its offset from
+// where it stood, its tilt and the feet's load once a second, then closes the session and prints
+// the server's statistics of the run.
 //
 //   quadruped_stance [--server HOST:PORT] [--token TOKEN] [--duration SECONDS]
+//   humanoid_stance  [the same]
 //
 // Defaults: HILSIM_SERVER or 127.0.0.1:50051, HILSIM_ACCESS_TOKEN, 10 s.
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include <numbers>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "client/interrupt.h"
@@ -51,10 +56,13 @@ double tilt(const v1::State& state) {
 
 int main(int argc, char** argv) {
   try {
+    const std::string model_name = HILSIM_STANCE_MODEL;
+    const std::string program = model_name + "_stance";
+    const hilsim::examples::StanceSetting& setting = *hilsim::examples::stanceSetting(model_name);
     const hilsim::examples::ExampleOptions options =
-        hilsim::examples::parseExampleOptions(argc, argv, "quadruped_stance", 10.0);
+        hilsim::examples::parseExampleOptions(argc, argv, program, 10.0);
     if (options.help) {
-      std::printf("%s\n", hilsim::examples::exampleUsage("quadruped_stance").c_str());
+      std::printf("%s\n", hilsim::examples::exampleUsage(program).c_str());
       return 0;
     }
     const InterruptGuard interrupts;
@@ -62,23 +70,24 @@ int main(int argc, char** argv) {
     client_options.access_token = options.token;
     hilsim::client::SimulationClient client(options.server, client_options);
 
-    // 1. A REALTIME session on the quadruped at 1 kHz; the watchdog holds the last torques if a
+    // 1. A REALTIME session on the robot at 1 kHz; the watchdog holds the last torques if a
     //    command is late.
     v1::SessionConfig config;
     config.set_mode(v1::SESSION_MODE_REALTIME);
     config.set_control_rate_hz(1000);
     config.set_idle_timeout_s(10.0);
-    config.set_name("stance-example");
-    const v1::CreateSessionResponse created = client.createSession("quadruped", config);
+    config.set_name(model_name + "-stance-example");
+    const v1::CreateSessionResponse created = client.createSession(model_name, config);
     const std::uint64_t id = created.session().session_id();
     hilsim::client::SessionCloser closer(client, id);
     client.startSession(id);
-    std::printf("session %llu: quadruped, realtime 1 kHz, UDP port %u\n",
-                static_cast<unsigned long long>(id), created.session().udp_port());
+    std::printf("session %llu: %s, realtime 1 kHz, UDP port %u\n",
+                static_cast<unsigned long long>(id), model_name.c_str(),
+                created.session().udp_port());
 
     // 2. The stance law on the same model: its standing posture is the model's start.
-    const hilsim::Model model = hilsim::loadModel("quadruped");
-    const hilsim::examples::StanceLaw law(model, /*stiffness=*/3.0, /*damping=*/0.05);
+    const hilsim::Model model = hilsim::loadModel(model_name);
+    const hilsim::examples::StanceLaw law(model, setting.stiffness, setting.damping);
     std::vector<double> tau(static_cast<std::size_t>(model.nv));
 
     // 3. UDP: a sync makes this socket the session's peer; then one State per cycle arrives.
@@ -98,9 +107,10 @@ int main(int argc, char** argv) {
     const auto cycles = static_cast<std::uint64_t>(options.duration * 1000.0);
     const std::uint64_t first_cycle = state.cycle();
     const std::uint64_t push_start = first_cycle + cycles / 2, push_end = push_start + 100;
-    const std::array<double, 6> push = {0.0, 10.0, 0.0, 0.0, 0.0, 0.0};  // N, then N·m, in W
+    const std::array<double, 6> push = {setting.push[0], setting.push[1], setting.push[2],
+                                        0.0, 0.0, 0.0};  // N, then N·m, in W
     bool pushing = false;
-    const double y_start = state.q(1);
+    const double x_start = state.q(0), y_start = state.q(1);
     std::uint64_t last_print = first_cycle;
     int silent = 0;
     while (state.cycle() < first_cycle + cycles && !InterruptGuard::requested()) {
@@ -110,7 +120,10 @@ int main(int argc, char** argv) {
       if (push_now != pushing) {
         udp.setBaseWrench(push_now ? std::span<const double>(push) : std::span<const double>());
         pushing = push_now;
-        if (push_now) std::printf("t = %5.2f s   push: 10 N sideways for 0.1 s\n", state.time());
+        if (push_now) {
+          std::printf("t = %5.2f s   push: %.0f N %s for 0.1 s\n", state.time(),
+                      std::hypot(push[0], push[1], push[2]), std::string(setting.push_direction).c_str());
+        }
       }
       law.torques(view(state.q()), view(state.v()), tau);
       udp.send(tau);  // applied at the next cycle
@@ -125,9 +138,9 @@ int main(int argc, char** argv) {
         double load = 0.0;  // the feet's normal forces [N]
         for (int foot = 0; foot < state.contact_depth_size(); ++foot)
           load += state.contact_force(3 * foot + 2);
-        std::printf("t = %5.2f s   base height %.4f m, sideways %+.4f m, tilt %.3f°, feet carry "
+        std::printf("t = %5.2f s   base height %.4f m, moved %.4f m, tilt %.3f°, feet carry "
                     "%.2f N\n",
-                    state.time(), state.q(2), state.q(1) - y_start,
+                    state.time(), state.q(2), std::hypot(state.q(0) - x_start, state.q(1) - y_start),
                     tilt(state) * 180.0 / std::numbers::pi, load);
       }
     }

@@ -42,6 +42,7 @@ const status = {
   inView(i) {
     const group = view.bodies[i];
     if (!group) return false;
+    view.camera.updateMatrixWorld();  // the renderer does it only when it next draws
     const p = group.position.clone().project(view.camera);
     return Math.abs(p.x) <= 1 && Math.abs(p.y) <= 1 && p.z >= -1 && p.z <= 1;
   },
@@ -324,6 +325,7 @@ function lookAt(center, radius) {
  * ones): the model fills the view whatever its size and wherever it stands. */
 function fitCamera() {
   const box = new THREE.Box3();
+  view.world.updateMatrixWorld(true);  // the poses just set: the renderer has not drawn them yet
   view.bodies.forEach((group, i) => {
     if (i === 0) return;  // the world's frame is at the origin, wherever the robot is
     box.expandByPoint(group.position);

@@ -1,6 +1,6 @@
 """The Python examples (client/python/examples) run against a real server and do what they
 say: the PID example brings the arm to its target, the logger writes the states it read, the
-stance example holds the quadruped up on the ground."""
+stance example holds the quadruped and the humanoid up on the ground."""
 
 import os
 import re
@@ -54,3 +54,18 @@ def test_the_stance_example_holds_the_quadruped_up(server):
     loads = [float(f) for f in re.findall(r"feet carry ([0-9.]+) N", result.stdout)]
     assert len(loads) == len(heights), result.stdout
     assert all(0.8 * 24.5 < f < 1.2 * 24.5 for f in loads[1:]), result.stdout
+
+
+def test_the_stance_example_holds_the_humanoid_up_through_its_push(server):
+    result = run(server, "quadruped_stance.py", "--model", "humanoid", "--duration", "3")
+    assert result.returncode == 0, result.stderr
+    heights = [float(h) for h in re.findall(r"base height ([0-9.]+) m", result.stdout)]
+    tilts = [float(t) for t in re.findall(r"tilt ([0-9.]+) deg", result.stdout)]
+    loads = [float(f) for f in re.findall(r"feet carry ([0-9.]+) N", result.stdout)]
+    assert len(heights) >= 3 and len(loads) == len(heights), result.stdout
+    # it stands at 0.758 m on straight legs (a fallen one's base is below 0.3 m), upright through
+    # the 600 N push halfway, its soles carrying its 130.8 kg
+    assert all(h > 0.7 for h in heights), result.stdout
+    assert max(tilts) < 5.0, result.stdout
+    weight = 130.8 * 9.81
+    assert all(0.8 * weight < f < 1.2 * weight for f in loads[1:]), result.stdout
