@@ -280,10 +280,10 @@ std::vector<MetricFamily> buildFamilies(const std::vector<SessionMetricsSample>&
   };
   for (const PerDof& d :
        {PerDof{"hilsim_effort_saturations_total",
-               "Cycles whose commanded force the DoF's effort limit cut.",
+               "Physics steps whose commanded force the DoF's effort limit cut.",
                &v1::ConstraintStats::effort_saturations},
         PerDof{"hilsim_velocity_cuts_total",
-               "Cycles whose commanded force the DoF's velocity limit cut.",
+               "Physics steps whose commanded force the DoF's velocity limit cut.",
                &v1::ConstraintStats::velocity_cuts},
         PerDof{"hilsim_limit_cycles_total", "Cycles in which the DoF's position-limit stop pushed.",
                &v1::ConstraintStats::limit_cycles}}) {

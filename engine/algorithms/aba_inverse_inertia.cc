@@ -1,5 +1,6 @@
 #include "engine/algorithms/aba_inverse_inertia.h"
 
+#include "engine/algorithms/flexible_dynamics.h"
 #include "engine/algorithms/floating_root.h"
 #include "engine/algorithms/joint_kinematics.h"
 
@@ -10,9 +11,10 @@ using detail::isFloatingRoot;
 // Column by column inside each body's step, with fixed-size 6-vectors: k is a mechanism's few
 // rows (often one), where dynamic 6 × k blocks cost more in set-up than in arithmetic.
 void abaInverseInertia(const Model& model, Data& data, Eigen::Ref<Eigen::MatrixXd> X) {
+  if (model.has_flexible_bodies) return flexibleAbaInverseInertia(model, data, X);
   const Eigen::Index k = X.cols();
   assert(X.rows() == model.nv && k <= data.minvColumns());
-  assert(!model.has_flexible_bodies && model.nalgebraic == 0);
+  assert(model.nalgebraic == 0);
   for (int i = 0; i < model.nbodies; ++i) data.minv_z[i].leftCols(k).setZero();
 
   // inward (7.2) with b_m = 0, a_m = 0: ε = X − ℋ Z, ν = D⁻¹ ε, Z⁺ = Z + G ε into the parent

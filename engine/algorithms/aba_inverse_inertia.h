@@ -11,8 +11,9 @@ namespace hilsim {
 
 /// X ← M(q)⁻¹ X for the k = X.cols() columns of X (nv × k, k ≤ Data::minvColumns()) at the q of
 /// the last aba() on `data`: P, G, D⁻¹ are that call's. O(n k): per body one 6 × k block inward
-/// and one outward, and at a floating root two triangular solves with the factor of P aba() left. Rigid models of full joint rank
-/// only (no flexible bodies, no massless joint motion); allocation-free.
+/// and one outward, and at a floating root two triangular solves with the factor of P aba() left. On a model with
+/// flexible bodies, flexibleAbaInverseInertia (column by column). Models of full joint rank only
+/// (no massless joint motion); allocation-free.
 void abaInverseInertia(const Model& model, Data& data, Eigen::Ref<Eigen::MatrixXd> X);
 
 }  // namespace hilsim

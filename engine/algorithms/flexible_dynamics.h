@@ -40,6 +40,12 @@ const Eigen::VectorXd& flexibleAba(const Model& model, Data& data, const Eigen::
                                    std::span<const ForceVector> f_ext_B = {},
                                    std::span<const NodalForce> nodal_forces = {});
 
+/// X ← ℳ(q)⁻¹ X for the columns of X (nv × k, any k) at the q of the last flexibleAba() on
+/// `data`, from the articulated quantities it left (D⁻¹, G, the Cholesky factor of D_f, g, Ψ_t,
+/// Ψ_d): the sweeps (7.10)–(7.12) with the velocity terms, gravity and the modal stiffness off.
+/// A column at a time, O(n) each. No massless joint motion; allocation-free.
+void flexibleAbaInverseInertia(const Model& model, Data& data, Eigen::Ref<Eigen::MatrixXd> X);
+
 /// Kinetic energy ½ χᵀ ℳ χ, body by body: ½ V_mᵀ M_m(η) V_m [J].
 double flexibleKineticEnergy(const Model& model, Data& data, const Eigen::VectorXd& q,
                              const Eigen::VectorXd& v);

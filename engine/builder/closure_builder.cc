@@ -35,13 +35,19 @@ void checkSupported(const Model& model, const std::string& who) {
                "supported yet");
 }
 
-// Joint limits, friction and contact rows need the stage's operators on a rigid model of full
-// joint rank (as loops do)
+// Joint limits and friction rows need the stage's operators on a model of full joint rank (as
+// loops do); their rows are joint coordinates, which flexible bodies leave as they are
 void checkRowsSupported(const Model& model, const std::string& who) {
-  if (model.has_flexible_bodies)
-    fail(who + ": not supported on a model with flexible bodies yet");
   if (model.nalgebraic > 0)
     fail(who + ": not supported on a model with massless joint motion yet");
+}
+
+// A contact's row reads the motion of a point on its body, which on a model with flexible bodies
+// depends on their modal coordinates as well (Ψ_t of each flexible ancestor): not written yet
+void checkContactSupported(const Model& model, const std::string& who) {
+  if (model.has_flexible_bodies)
+    fail(who + ": ground contact is not supported on a model with flexible bodies yet");
+  checkRowsSupported(model, who);
 }
 
 // The two frames an element (a loop or a force element) joins, after the checks both share:
@@ -183,7 +189,7 @@ void setGround(Model& model, const GroundPlane& ground) {
   if (!std::isfinite(ground.height)) fail("ground: height must be finite [m]");
   if (!std::isfinite(ground.friction) || ground.friction < 0.0)
     fail("ground: friction must be a finite number >= 0");
-  if (ground.enabled) checkRowsSupported(model, "ground");
+  if (ground.enabled) checkContactSupported(model, "ground");
   model.ground = ground;
 }
 

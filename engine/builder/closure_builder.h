@@ -60,12 +60,12 @@ struct ContactSphereSpec {
 /// ground is enabled (setGround).
 void addContactSphere(Model& model, const ContactSphereSpec& spec);
 
-/// Sets the ground plane (finite height, friction ≥ 0; enabled only on a model the constraint
-/// stage can hold: rigid, of full joint rank).
+/// Sets the ground plane (finite height, friction ≥ 0; enabled only on a rigid model of full
+/// joint rank: a contact row on a model with flexible bodies is not written yet).
 void setGround(Model& model, const GroundPlane& ground);
 
 /// Joint limits as rows of the constraint stage and actuator limits applied (true), or both as
-/// data only; true is refused on a model with flexible bodies or massless joint motion.
+/// data only; true is refused on a model with massless joint motion.
 void setLimitsEnforced(Model& model, bool enforced);
 
 /// Checks and sets the softness of the rows (τ > 0, ζ > 0, 0 < d < 1) and the solver budget

@@ -253,14 +253,14 @@ Model ModelBuilder::build() const {
   }
   m.packSweepData();
   analyzeJointRanks(m);
-  // the constraint stage's operators need a rigid model of full joint rank (docs/CONTACT.md)
-  m.limits_enforced = !m.has_flexible_bodies && m.nalgebraic == 0;
+  // the constraint stage's operators need a model of full joint rank (docs/CONTACT.md)
+  m.limits_enforced = m.nalgebraic == 0;
   if (!m.limits_enforced)
     for (int d = 0; d < m.nv; ++d)
       if (m.friction[d] > 0.0)
         throw ModelError("joint '" + m.joint_names[m.dof_body[d]] +
-                         "': joint friction on a model with flexible bodies or massless joint "
-                         "motion is not supported yet");
+                         "': joint friction on a model with massless joint motion is not "
+                         "supported yet");
   m.initial_configuration = m.neutralConfiguration();
   return m;
 }

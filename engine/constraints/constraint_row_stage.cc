@@ -38,9 +38,12 @@ int paddedRows(int rows) { return (rows + 3) / 4 * 4; }
 }  // namespace
 
 ConstraintRowStage::ConstraintRowStage(const Model& model, const FormulationInfo& formulation)
-    : ConstraintRowStage(model, formulation.inverse_inertia, formulation.delassus,
-                       formulation.delassus_response, formulation.leaves_body_accelerations,
-                       formulation.delassus_reads_jacobian) {}
+    : ConstraintRowStage(model, formulation.inverse_inertia,
+                       // the Delassus operators push the rows' forces through rigid bodies only:
+                       // on flexible bodies' models, J M⁻¹ Jᵀ from M⁻¹ on the columns of Jᵀ
+                       model.has_flexible_bodies ? nullptr : formulation.delassus,
+                       model.has_flexible_bodies ? nullptr : formulation.delassus_response,
+                       formulation.leaves_body_accelerations, formulation.delassus_reads_jacobian) {}
 
 ConstraintRowStage::ConstraintRowStage(const Model& model, InverseInertiaFunction inverse_inertia,
                                    DelassusFunction delassus, DelassusResponseFunction response,

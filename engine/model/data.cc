@@ -67,6 +67,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
   flex.g_W.resize(nb);
   flex.mu_W.resize(nb);
   flex.nu_f.resize(nb);
+  flex.minv_z_f.resize(nb);
   flex.scratch_nn.resize(nb);
   flex.scratch_6n.resize(nb);
   for (int i = 1; i < nb; ++i) {
@@ -85,6 +86,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
     flex.g_W[i] = Matrix6N::Zero(6, n);
     flex.mu_W[i] = Matrix6N::Zero(6, n);
     flex.nu_f[i] = Eigen::VectorXd::Zero(n);
+    flex.minv_z_f[i] = Eigen::VectorXd::Zero(n);
     flex.scratch_nn[i] = Eigen::MatrixXd::Zero(n, n);
   }
 }

@@ -112,6 +112,7 @@ struct Data {
     std::vector<Matrix6N> g_W;          ///< 6 × n_m: g = μ D_f⁻¹ (7.10); crba: X^r scratch
     std::vector<Matrix6N> mu_W;         ///< 6 × n_m: μ = P^rf − P^rr Π^d (7.10)
     std::vector<Eigen::VectorXd> nu_f;  ///< n_m: ν_f = D_f⁻¹ ε_f (7.11)
+    std::vector<Eigen::VectorXd> minv_z_f;  ///< n_m: modal part of M⁻¹'s articulated force
     std::vector<Eigen::MatrixXd> scratch_nn;  ///< n_m × n_m
     std::vector<Matrix6N> scratch_6n;         ///< 6 × n_m (sized by the parent's n_m)
   } flex;

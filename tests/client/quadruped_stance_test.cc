@@ -147,8 +147,11 @@ TEST(QuadrupedStance, RecoversFromAPushOnItsBase) {
   double normal = 0.0;
   for (int sphere = 0; sphere < 12; ++sphere) {
     // the first four are the feet: on the ground; the knees and the body's underside are not
-    if (sphere < 4) EXPECT_GT(state.contact_force(3 * sphere + 2), 0.0) << "foot " << sphere;
-    if (sphere >= 4) EXPECT_EQ(state.contact_force(3 * sphere + 2), 0.0) << "sphere " << sphere;
+    if (sphere < 4) {
+      EXPECT_GT(state.contact_force(3 * sphere + 2), 0.0) << "foot " << sphere;
+    } else {
+      EXPECT_EQ(state.contact_force(3 * sphere + 2), 0.0) << "sphere " << sphere;
+    }
     normal += state.contact_force(3 * sphere + 2);
   }
   EXPECT_NEAR(normal, weight, 0.01 * weight);

@@ -418,17 +418,15 @@ TEST(LoopStageAllocations, EveryPartOfTheStageAllocatesNothing) {
 #endif
 }
 
-// The rows beyond the loops: a leg with a loop, limits, joint friction and two contact spheres
-// dropped on the ground, so that rows of every kind switch on and off, for thousands of steps of
-// every formulation with the stage and both explicit integrators (docs/CONTACT.md).
-TEST(ContactStageAllocations, StepsWithLimitsFrictionAndContactsAllocateNothing) {
-#if !HILSIM_ALLOCATION_HOOKS
-  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
-#else
-  const auto model = std::make_shared<const Model>(
-      loadYamlString(test::kLeggedFourBar, ".", "legged_four_bar.yaml"));
+#if HILSIM_ALLOCATION_HOOKS
+// 5000 steps of every formulation with the stage that can run `model`, both explicit
+// integrators, torques from drive(k, tau); no heap traffic, and the rows beyond the loops active
+// in more than `active_rows` row-steps.
+template <typename Drive>
+void expectStageStepsAllocateNothing(const std::shared_ptr<const Model>& model, Drive drive,
+                                     int active_rows, const std::string& what) {
   for (const FormulationInfo& f : formulations()) {
-    if (!f.capabilities.closed_loops) continue;
+    if (!checkFormulation(*model, f.id).empty()) continue;
     for (const Integrator integrator : {Integrator::kRk4, Integrator::kSemiImplicitEuler}) {
       Simulator sim(model, f.id, integrator, 1e-3);
       const auto* stage = static_cast<const ConstraintRowStage*>(sim.constraints());
@@ -438,18 +436,63 @@ TEST(ContactStageAllocations, StepsWithLimitsFrictionAndContactsAllocateNothing)
       {
         AllocationGuard guard;
         for (int k = 0; k < 5000; ++k) {
-          tau(0) = 4.0 * std::sin(0.004 * k);
-          tau(3) = 20.0 * std::sin(0.01 * k);
+          drive(k, tau);
           sim.step(tau);
           active_steps += stage->activeUnilateralRows();
         }
         counts = guard.stop();
       }
-      expectNoHeapTraffic(counts, std::string("contact stage ") + std::string(f.name));
-      EXPECT_GT(active_steps, 5000 * 3) << "rows beyond the friction ones were active";
-      EXPECT_TRUE(sim.q().allFinite()) << f.name;
+      expectNoHeapTraffic(counts, what + " " + std::string(f.name));
+      EXPECT_GT(active_steps, active_rows) << what << " " << f.name;
+      EXPECT_TRUE(sim.q().allFinite()) << what << " " << f.name;
     }
   }
+}
+#endif
+
+// The rows beyond the loops: a leg with a loop, limits, joint friction and two contact spheres
+// dropped on the ground, so that rows of every kind switch on and off, for thousands of steps of
+// every formulation with the stage and both explicit integrators (docs/CONTACT.md).
+TEST(ContactStageAllocations, StepsWithLimitsFrictionAndContactsAllocateNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  const auto model = std::make_shared<const Model>(
+      loadYamlString(test::kLeggedFourBar, ".", "legged_four_bar.yaml"));
+  // more than the three friction rows active in every step: limits and contacts too
+  expectStageStepsAllocateNothing(
+      model,
+      [](int k, Eigen::VectorXd& tau) {
+        tau(0) = 4.0 * std::sin(0.004 * k);
+        tau(3) = 20.0 * std::sin(0.01 * k);
+      },
+      5000 * 3, "contact stage");
+#endif
+}
+
+// The stage on a model with flexible bodies: the bundled flexible arm with stops on its two
+// geared joints and Coulomb friction on the elbow, driven into the stops and back (aba's modal
+// M⁻¹ and crba's LᵀDL on the columns of Jᵀ, docs/CONTACT.md).
+TEST(ContactStageAllocations, AFlexibleArmAtItsStopsAllocatesNothing) {
+#if !HILSIM_ALLOCATION_HOOKS
+  GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+#else
+  Model arm = loadModel("flexible_arm");
+  const int shoulder = arm.idx_v[1], elbow = arm.idx_v[2];
+  arm.lower_limit[shoulder] = -0.3;
+  arm.upper_limit[shoulder] = 0.3;
+  arm.lower_limit[elbow] = -0.5;
+  arm.upper_limit[elbow] = 0.5;
+  arm.friction[elbow] = 0.5;
+  ASSERT_TRUE(arm.limits_enforced);
+  // more than the elbow's friction row in every step: the stops too
+  expectStageStepsAllocateNothing(
+      std::make_shared<const Model>(std::move(arm)),
+      [=](int k, Eigen::VectorXd& tau) {
+        tau(shoulder) = 20.0 * std::sin(0.004 * k);
+        tau(elbow) = 5.0 * std::sin(0.006 * k);
+      },
+      5000 + 1000, "flexible arm at its stops");
 #endif
 }
 

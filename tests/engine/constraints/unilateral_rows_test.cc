@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -296,6 +298,186 @@ TEST(ConstraintRows, ARunWithContactsRepeatsBitForBit) {
     first.step(tau);
   }
   EXPECT_EQ(first.q(), q_end);
+}
+
+// Two flexible links in the horizontal plane (no gravity): aluminium bars clamped at their
+// joints, two bending modes each, 30 % modal damping so that they settle within the runs; the
+// joints as kPlanarArm's, the elbow on the upper link's tip node.
+const char* kFlexiblePlanarArm = R"(version: 1
+name: flexible_planar_arm
+gravity: [0, 0, 0]
+bodies:
+  - name: upper
+    joint: {type: revolute, name: shoulder, axis: [0, 0, 1], armature: 0.05,
+            limits: {lower: -1, upper: 1}}
+    flexible:
+      beam: {youngs_modulus: 70.0e9, area_moment: 1.3333e-8, density: 2700, area: 4.0e-4,
+             length: 0.6, modes: 2, elements: 10, boundary: clamped_free, bending: both,
+             damping_ratio: 0.3}
+  - name: lower
+    parent: upper
+    parent_node: tip
+    joint: {type: revolute, name: elbow, axis: [0, 0, 1], armature: 0.02,
+            limits: {lower: -0.5, upper: 0.8}}
+    flexible:
+      beam: {youngs_modulus: 70.0e9, area_moment: 1.3333e-8, density: 2700, area: 4.0e-4,
+             length: 0.5, modes: 2, elements: 10, boundary: clamped_free, bending: both,
+             damping_ratio: 0.3}
+)";
+
+// The stage's operator on a model with flexible bodies: each formulation's M⁻¹ (aba's from the
+// modal articulated sweeps, crba's from its LᵀDL factor) is the inverse of crba's M, at random
+// states with the modes deflected. Modal coordinates of 1e-3 (a few mm at the tips): the
+// stiffened modal mass is a small-deformation model, and at 0.5 M has negative eigenvalues.
+TEST(FlexibleBodies, EveryFormulationsInverseInertiaInvertsTheMassMatrix) {
+  const auto model = load(kFlexiblePlanarArm);
+  ASSERT_TRUE(model->has_flexible_bodies);
+  ASSERT_TRUE(model->limits_enforced);
+  const int nv = model->nv;
+  std::srand(43);
+  for (int trial = 0; trial < 5; ++trial) {
+    Eigen::VectorXd q = 1e-3 * Eigen::VectorXd::Random(model->nq);
+    for (int i = 1; i < model->nbodies; ++i) q[model->idx_q[i]] = Eigen::VectorXd::Random(1)[0];
+    const Eigen::VectorXd v = Eigen::VectorXd::Random(nv);
+    const Eigen::VectorXd tau = Eigen::VectorXd::Random(nv);
+    Data crba_data(*model, DataWorkspace::kJointSpaceInertia);
+    forwardDynamics(Formulation::kCrba, *model, crba_data, q, v, tau);
+    const Eigen::MatrixXd M_inv = crba_data.M.inverse();
+    for (const Formulation f : {Formulation::kAba, Formulation::kCrba}) {
+      Data data(*model, formulationInfo(f).workspace);
+      forwardDynamics(f, *model, data, q, v, tau);
+      Eigen::MatrixXd X = Eigen::MatrixXd::Identity(nv, nv);
+      formulationInfo(f).inverse_inertia(*model, data, X);
+      // cond(M) ~ 1e5 (the modes' small masses against the links'): 1e-10 of M⁻¹'s size
+      EXPECT_LT((X - M_inv).cwiseAbs().maxCoeff(), 1e-10 * M_inv.cwiseAbs().maxCoeff())
+          << formulationName(f) << " trial " << trial;
+    }
+  }
+}
+
+// The flexible arm driven into each stop stops there at the rigid arm's static depth (at rest
+// the stop holds the joint torque, and W_rr = (M⁻¹)_dd with the modes' share), lets go when the
+// torque reverses, on both formulations and integrators; the formulations' runs agree.
+TEST(FlexibleBodies, AFlexibleArmDrivenIntoEachLimitStopsThereAtTheStaticDepth) {
+  const auto model = load(kFlexiblePlanarArm);
+  const ConstraintSoftness soft = model->contact_settings.limit;
+  const int nv = model->nv;
+  const int shoulder = model->idx_v[1], elbow = model->idx_v[2];
+  for (const double direction : {1.0, -1.0}) {
+    // q after each step, of aba with each integrator (kCases: aba's cases first)
+    std::map<Integrator, Eigen::MatrixXd> aba_runs;
+    for (const Case& c : kCases) {
+      Simulator sim(model, c.formulation, c.integrator, 1e-3);
+      Eigen::VectorXd tau = Eigen::VectorXd::Zero(nv);
+      tau[shoulder] = 3.0 * direction;
+      tau[elbow] = 1.0 * direction;
+      Eigen::MatrixXd run(3000, model->nq);
+      double min_multiplier = 0.0;
+      for (int k = 0; k < 3000; ++k) {
+        sim.step(tau);
+        run.row(k) = sim.q().transpose();
+        const auto* stage = static_cast<const ConstraintRowStage*>(sim.constraints());
+        min_multiplier = std::min(min_multiplier, stage->multipliers().minCoeff());
+      }
+      EXPECT_GE(min_multiplier, 0.0) << caseName(c) << ": a stop pulled";
+      if (c.formulation == Formulation::kAba) {
+        aba_runs[c.integrator] = run;
+      } else {
+        // the same steps through another M⁻¹: round-off apart (measured 2e-12 rad)
+        EXPECT_LT((run - aba_runs.at(c.integrator)).cwiseAbs().maxCoeff(), 1e-9) << caseName(c);
+      }
+      Data data(*model);
+      Eigen::MatrixXd M_inv = Eigen::MatrixXd::Identity(nv, nv);
+      aba(*model, data, sim.q(), Eigen::VectorXd::Zero(nv), Eigen::VectorXd::Zero(nv));
+      formulationInfo(Formulation::kAba).inverse_inertia(*model, data, M_inv);
+      const double d = soft.impedance, zeta = soft.damping_ratio, tc = soft.time_constant;
+      for (const int j : {shoulder, elbow}) {
+        const double limit = direction > 0 ? model->upper_limit[j] : model->lower_limit[j];
+        const double depth = (1.0 - d) * tc * tc * zeta * zeta * M_inv(j, j) * std::abs(tau[j]);
+        // at rest after 3 s (150 time constants of the stop; the slowest mode's decay time,
+        // 1 / (ζ ω) = 0.03 s, 100 times): the depth to 1e-9 of itself
+        EXPECT_NEAR(sim.q()[model->idx_q[model->dof_body[j]]], limit + direction * depth,
+                    1e-9 * depth + 1e-12)
+            << caseName(c) << " dof " << j << " direction " << direction;
+        EXPECT_LT(std::abs(sim.v()[j]), 1e-9) << caseName(c);
+      }
+      for (int k = 0; k < 300; ++k) sim.step(-tau);
+      const auto* stage = static_cast<const ConstraintRowStage*>(sim.constraints());
+      for (const int j : {shoulder, elbow}) {
+        const double limit = direction > 0 ? model->upper_limit[j] : model->lower_limit[j];
+        EXPECT_GT(direction * (limit - sim.q()[model->idx_q[model->dof_body[j]]]), 0.01)
+            << caseName(c) << " dof " << j;
+      }
+      EXPECT_EQ(stage->multipliers().cwiseAbs().maxCoeff(), 0.0) << caseName(c);
+    }
+  }
+}
+
+// Joint friction on a flexible link: below the breakaway torque the joint holds (the row's
+// static give, at rest), above it the joint turns; aba and crba give the same constrained q̈ with
+// the friction row and a stop active at once.
+TEST(FlexibleBodies, FrictionHoldsAFlexibleLinkBelowBreakaway) {
+  std::string yaml = kFlexiblePlanarArm;
+  const std::string shoulder_joint = "armature: 0.05,";
+  yaml.replace(yaml.find(shoulder_joint), shoulder_joint.size(), "armature: 0.05, friction: 2.0,");
+  const auto model = load(yaml);
+  const int nv = model->nv;
+  const int shoulder = model->idx_v[1];
+  ASSERT_EQ(model->friction[shoulder], 2.0);
+  const ConstraintSoftness soft = model->contact_settings.friction;
+  for (const Case& c : kCases) {
+    for (const double fraction : {0.9, 2.0}) {
+      Simulator sim(model, c.formulation, c.integrator, 1e-3);
+      Eigen::VectorXd tau = Eigen::VectorXd::Zero(nv);
+      tau[shoulder] = fraction * 2.0;
+      for (int k = 0; k < 1000; ++k) sim.step(tau);
+      const double q = sim.q()[model->idx_q[1]];
+      if (fraction < 1.0) {
+        Data data(*model);
+        Eigen::MatrixXd M_inv = Eigen::MatrixXd::Identity(nv, nv);
+        aba(*model, data, sim.q(), Eigen::VectorXd::Zero(nv), Eigen::VectorXd::Zero(nv));
+        formulationInfo(Formulation::kAba).inverse_inertia(*model, data, M_inv);
+        const double zeta = soft.damping_ratio, tc = soft.time_constant;
+        const double give =
+            (1.0 - soft.impedance) * tc * tc * zeta * zeta * M_inv(shoulder, shoulder) * tau[shoulder];
+        EXPECT_NEAR(q, give, 1e-9 * give) << caseName(c);
+        EXPECT_LT(std::abs(sim.v()[shoulder]), 1e-9) << caseName(c);
+      } else {
+        EXPECT_GT(q, 0.1) << caseName(c) << ": it should have broken away";
+      }
+    }
+  }
+  // a state with the friction row sliding, the elbow past its stop, the modes moving
+  Eigen::VectorXd q = model->neutralConfiguration(), v = Eigen::VectorXd::Random(nv);
+  q[model->idx_q[2]] = 0.81;
+  const Eigen::VectorXd tau = Eigen::VectorXd::Random(nv);
+  Eigen::VectorXd reference;
+  for (const Formulation f : {Formulation::kAba, Formulation::kCrba}) {
+    ConstraintRowStage stage(*model, formulationInfo(f));
+    Data data(*model, formulationInfo(f).workspace);
+    stage.setTimeStep(1e-3);
+    Eigen::VectorXd qdd = forwardDynamics(f, *model, data, q, v, tau);
+    stage.accelerations(*model, data, q, v, tau, qdd);
+    EXPECT_EQ(stage.activeUnilateralRows(), 2) << formulationName(f);
+    EXPECT_TRUE(stage.lastSolve().converged) << formulationName(f);
+    if (reference.size() == 0) reference = qdd;
+    // the solver stops at 1e-10 of an acceleration
+    EXPECT_LT(test::relativeDifference(qdd, reference), 1e-8) << formulationName(f);
+  }
+}
+
+// Ground contact on a model with flexible bodies is refused with the reason (a contact row there
+// needs the modes' share of the point's motion).
+TEST(FlexibleBodies, GroundContactIsRefusedWithTheReason) {
+  try {
+    load(std::string(kFlexiblePlanarArm) + "ground: {height: -1.0, friction: 0.5}\n");
+    FAIL() << "a ground on a model with flexible bodies was accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("ground contact is not supported on a model with "
+                                         "flexible bodies"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Actuator limits: effort saturates, and a joint at its velocity limit gets no force that
