@@ -8,6 +8,7 @@
 #include "engine/algorithms/aba_inverse_inertia.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
 #include "engine/algorithms/riccati_transfer.h"
+#include "engine/algorithms/semi_recursive.h"
 #include "engine/algorithms/tree_ldl.h"
 
 namespace hilsim {
@@ -79,6 +80,40 @@ constexpr std::array kFormulations = {
         nullptr,
         nullptr,
         nullptr,
+    },
+    // The semi-recursive rows factor M̄ as crba factors M (the tree LᵀDL in data.M_factor): the
+    // stage's operators on that factor solve the paper's augmented system (eq. 61) by elimination
+    FormulationInfo{
+        Formulation::kSr1,
+        "sr1",
+        "semi-recursive I: joint coordinates, velocity transformation to each body's reference "
+        "point, accumulated M̄ and Q̄, tree LᵀDL solve; rigid",
+        "Yu, Mikkola, Pan, Escalona, \"The explanation of two semi-recursive multibody methods "
+        "for educational purpose\" §3, §6.2, §7; accumulated as de Jalón et al. (2005)",
+        {.massless = false, .flexible = false, .closed_loops = true, .parallel = false},
+        DataWorkspace::kJointSpaceInertia,
+        semiRecursiveReferencePoints,
+        crbaLdlInverseInertia,
+        treeLdlDelassus,
+        treeLdlDelassusResponse,
+        /*leaves_body_accelerations=*/false,
+        /*delassus_reads_jacobian=*/false,
+    },
+    FormulationInfo{
+        Formulation::kSr2,
+        "sr2",
+        "semi-recursive II: joint coordinates, path matrix to intermediate frames at the global "
+        "origin, accumulated M̿ and Q̿, tree LᵀDL solve; rigid",
+        "Yu, Mikkola, Pan, Escalona, \"The explanation of two semi-recursive multibody methods "
+        "for educational purpose\" §4, §6.3, §7; accumulated as de Jalón et al. (2005)",
+        {.massless = false, .flexible = false, .closed_loops = true, .parallel = false},
+        DataWorkspace::kJointSpaceInertia,
+        semiRecursiveGlobalOrigin,
+        crbaLdlInverseInertia,
+        treeLdlDelassus,
+        treeLdlDelassusResponse,
+        /*leaves_body_accelerations=*/false,
+        /*delassus_reads_jacobian=*/false,
     },
 };
 

@@ -19,6 +19,8 @@ enum class Formulation {
   kAba,   ///< articulated body, O(n) (engine/algorithms/aba.h)
   kCrba,  ///< composite body + tree LᵀDL, O(n²) memory (engine/algorithms/crba_forward_dynamics.h)
   kRtmm,  ///< Riccati transfer matrix method, O(n) (engine/algorithms/riccati_transfer.h)
+  kSr1,   ///< semi-recursive I, reference points on the bodies (engine/algorithms/semi_recursive.h)
+  kSr2,   ///< semi-recursive II, the global origin as reference (the same header)
 };
 
 /// What a formulation can run. A model needing a capability a formulation lacks is refused by

@@ -23,6 +23,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
       A_W(model.nbodies, MotionVector::Zero()),
       c_W(model.nbodies, MotionVector::Zero()),
       inertia_W(model.nbodies),
+      V_R(model.nbodies, MotionVector::Zero()),
       f_W(model.nbodies, ForceVector::Zero()),
       P_W(model.nbodies, Matrix6::Zero()),
       z_W(model.nbodies, ForceVector::Zero()),

@@ -50,6 +50,8 @@ struct Data {
   std::vector<MotionVector> c_W;    ///< [nbodies] velocity-product acceleration of each joint,
                                     ///< a_m(k) of seed 004 eq. (3.27): V_λ ×ᵐ S v + Ṡ_J v
   std::vector<Inertia> inertia_W;   ///< [nbodies] body inertia in W
+  std::vector<MotionVector> V_R;    ///< [nbodies] sr1: [ω; Ṙ] of each body, Ṙ the velocity of
+                                    ///< its frame origin R (seed 002 eq. 13), in W
 
   // --- dynamics ---
   std::vector<ForceVector> f_W;     ///< [nbodies] rnea: net force transmitted by each joint

@@ -17,6 +17,7 @@
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 #include "tests/support/contact_models.h"
+#include "tests/support/formulation_matrix.h"
 #include "tests/support/tolerances.h"
 
 namespace hilsim {
@@ -265,7 +266,7 @@ TEST(ConstraintRows, EveryFormulationGivesTheSameConstrainedAccelerations) {
   const int active = aba_stage.activeUnilateralRows();
   ASSERT_GE(active, 3) << "the state should have limit, friction and contact rows active";
   EXPECT_TRUE(solve_aba.converged);
-  for (const Formulation f : {Formulation::kAba, Formulation::kCrba}) {
+  for (const Formulation f : test::formulationsFor(*model)) {
     ConstraintRowStage general(*model, formulationInfo(f).inverse_inertia);
     const auto [qdd_general, s1] = evaluate(general, f);
     ConstraintRowStage fast(*model, formulationInfo(f));
