@@ -5,37 +5,20 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
-#include <random>
 #include <string>
 
-#include "engine/builder/system_generator.h"
+#include "bench/generated_systems.h"
 #include "engine/formulations/formulations.h"
 
 namespace hilsim::bench {
 namespace {
 
-struct Setup {
-  Model model;
-  Eigen::VectorXd q, v, tau;
+struct Setup : GeneratedState {
   std::unique_ptr<Data> data;
 };
 
 Setup* makeSetup(GeneratedShape shape, JointType joint, int bodies) {
-  SystemSpec spec;
-  spec.shape = shape;
-  spec.joint = joint;
-  spec.bodies = bodies;
-  spec.link_radius = 0.1;  // a tenth of the length: well conditioned for both (docs/RICCATI.md)
-  auto* s = new Setup{generateSystem(spec, "generated"), {}, {}, {}, nullptr};
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  s->q = s->model.initialConfiguration();
-  for (Eigen::Index k = 0; k < s->q.size(); ++k) s->q(k) += 0.1 * unit(rng);
-  for (int i = 1; i < s->model.nbodies; ++i)
-    if (s->model.joints[i].type == JointType::kSpherical) s->q.segment<4>(s->model.idx_q[i]).normalize();
-  s->v.resize(s->model.nv);
-  s->tau.resize(s->model.nv);
-  for (Eigen::Index k = 0; k < s->v.size(); ++k) s->v(k) = unit(rng), s->tau(k) = unit(rng);
+  auto* s = new Setup{generatedState(shape, joint, bodies), nullptr};
   s->data = std::make_unique<Data>(s->model, DataWorkspace::kPerBody);
   return s;
 }
@@ -44,12 +27,7 @@ void benchFd(benchmark::State& state, Setup* s, Formulation formulation) {
   const FormulationInfo& f = formulationInfo(formulation);
   for (auto _ : state)
     benchmark::DoNotOptimize(f.forward_dynamics(s->model, *s->data, s->q, s->v, s->tau).data());
-  const double bodies = s->model.nbodies - 1;
-  state.counters["bodies"] = bodies;
-  // ns per body of one call (the iteration rate inverted), for the flat-cost comparison
-  state.counters["ns_per_body"] = benchmark::Counter(
-      bodies, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
-      benchmark::Counter::kIs1000);
+  setBodyCounters(state, s->model);
 }
 
 }  // namespace

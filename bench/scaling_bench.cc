@@ -6,39 +6,21 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "engine/builder/system_generator.h"
+#include "bench/generated_systems.h"
 #include "engine/formulations/formulations.h"
 
 namespace hilsim::bench {
 namespace {
 
-struct Setup {
-  Model model;
-  Eigen::VectorXd q, v, tau;
+struct Setup : GeneratedState {
   std::vector<std::unique_ptr<Data>> data;  // one per formulation, its row's workspace
 };
 
 Setup* makeSetup(GeneratedShape shape, JointType joint, int bodies) {
-  SystemSpec spec;
-  spec.shape = shape;
-  spec.joint = joint;
-  spec.bodies = bodies;
-  spec.link_radius = 0.1;  // as bench/riccati_bench.cc: well conditioned for every formulation
-  auto* s = new Setup{generateSystem(spec, "generated"), {}, {}, {}, {}};
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  s->q = s->model.initialConfiguration();
-  for (Eigen::Index k = 0; k < s->q.size(); ++k) s->q(k) += 0.1 * unit(rng);
-  for (int i = 1; i < s->model.nbodies; ++i)
-    if (s->model.joints[i].type == JointType::kSpherical)
-      s->q.segment<4>(s->model.idx_q[i]).normalize();
-  s->v.resize(s->model.nv);
-  s->tau.resize(s->model.nv);
-  for (Eigen::Index k = 0; k < s->v.size(); ++k) s->v(k) = unit(rng), s->tau(k) = unit(rng);
+  auto* s = new Setup{generatedState(shape, joint, bodies), {}};
   for (const FormulationInfo& f : formulations())
     s->data.push_back(std::make_unique<Data>(s->model, f.workspace));
   return s;
@@ -49,11 +31,7 @@ void benchFd(benchmark::State& state, Setup* s, Formulation formulation) {
   Data& data = *s->data[static_cast<std::size_t>(formulation)];
   for (auto _ : state)
     benchmark::DoNotOptimize(f.forward_dynamics(s->model, data, s->q, s->v, s->tau).data());
-  const double bodies = s->model.nbodies - 1;
-  state.counters["bodies"] = bodies;
-  state.counters["ns_per_body"] = benchmark::Counter(
-      bodies, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
-      benchmark::Counter::kIs1000);
+  setBodyCounters(state, s->model);
 }
 
 }  // namespace

@@ -9,8 +9,9 @@ namespace {
 
 // A column of joint j's motion about its own origin p_j, in W axes: [ω_s; v_s], v_s the relative
 // velocity of the child's point at p_j. Written into `columns` (6 × n_j) for the joint of body i,
-// read where V_i^j is formed (eq. C.4).
-void jointColumnsAboutJointOrigin(const Model& model, Data& data, int i, const double* q,
+// read where V_i^j is formed (eq. C.4). Right after jointPositionStep for body i, whose S_J
+// (in data.S_J) it rotates for the joints of more than one dof.
+void jointColumnsAboutJointOrigin(const Model& model, const Data& data, int i,
                                   Eigen::Ref<Matrix6N> columns) {
   const int iv = model.idx_v[i];
   switch (model.joint_type[i]) {
@@ -22,7 +23,6 @@ void jointColumnsAboutJointOrigin(const Model& model, Data& data, int i, const d
       columns.col(0) = data.S_W.col(iv);
       return;
     default: {
-      jointMotionSubspace(model.joints[i], q + model.idx_q[i], data.S_J);
       const Matrix3& R_WJ = data.X_WJ[i].rotation;
       for (int k = 0; k < model.nv_joint[i]; ++k) {
         columns.col(k).head<3>().noalias() = R_WJ * data.S_J.col(k).head<3>();
@@ -91,9 +91,9 @@ const Eigen::VectorXd& semiRecursiveReferencePoints(const Model& model, Data& da
     const int iv = model.idx_v[i];
     const int n = model.nv_joint[i];
     detail::jointPositionStep(model, data, i, q.data());
-    detail::jointVelocityStep(model, data, i, q.data(), v.data(), joint_velocity);
     auto columns = data.G_W.middleCols(iv, n);
-    jointColumnsAboutJointOrigin(model, data, i, q.data(), columns);
+    jointColumnsAboutJointOrigin(model, data, i, columns);
+    detail::jointVelocityStep(model, data, i, q.data(), v.data(), joint_velocity);
 
     const Vector3& R_i = data.X_WB[i].translation;
     const Vector3& R_parent = data.X_WB[parent].translation;
