@@ -37,6 +37,11 @@ void validate(const SessionConfig& c) {
   }
   if (const std::string why = checkSimulatorChoice(m, c.formulation, c.integrator); !why.empty())
     fail(why);
+  if (c.threads < 1 || c.threads > 64) fail("threads " + std::to_string(c.threads) + " is outside 1 to 64");
+  if (c.threads > 1 && !formulationInfo(c.formulation).capabilities.parallel) {
+    fail("threads " + std::to_string(c.threads) + ": formulation '" +
+         std::string(formulationName(c.formulation)) + "' runs on one thread (parallel: hdca)");
+  }
   if (c.watchdog.missed_cycles_limit < 1) fail("watchdog missed_cycles_limit must be ≥ 1");
   if (!(c.watchdog.damping_gain >= 0.0) || !std::isfinite(c.watchdog.damping_gain)) {
     fail("watchdog damping_gain must be a finite number ≥ 0");
@@ -66,6 +71,7 @@ SessionConfig validated(SessionConfig c) {
 Session::Session(SessionConfig config, EventLogger* events)
     : config_(validated(std::move(config))),
       period_(static_cast<Nanoseconds>(std::llround(1e9 / config_.control_rate))),
+      pool_(config_.threads > 1 ? std::make_unique<WorkerPool>(config_.threads) : nullptr),
       simulator_(config_.model, config_.formulation, config_.integrator,
                  1.0 / (config_.control_rate * config_.substeps)),
       q0_(config_.initial_q.value_or(config_.model->initialConfiguration())),
@@ -79,6 +85,7 @@ Session::Session(SessionConfig config, EventLogger* events)
       commands_(config_.command_capacity),
       events_(std::make_shared<EventQueue>()),
       logger_(events) {
+  simulator_.setExecutor(pool_.get());
   restoreInitialState(q0_, v0_);
   if (logger_) {
     std::vector<std::string> closures;

@@ -29,6 +29,7 @@
 #include "rt/spsc_queue.h"
 #include "rt/triple_buffer.h"
 #include "rt/watchdog.h"
+#include "rt/worker_pool.h"
 
 namespace hilsim::rt {
 
@@ -105,6 +106,9 @@ struct SessionConfig {
   int substeps = 1;              ///< physics steps per control cycle; dt = 1 / (rate · substeps)
   Formulation formulation = Formulation::kAba;
   Integrator integrator = Integrator::kRk4;
+  /// Threads of a parallel formulation (hdca), the RT thread one of them: a pool created with the
+  /// session (docs/HDCA.md, "Threads"). 1 to 64; more than 1 only for a parallel formulation.
+  int threads = 1;
   WatchdogConfig watchdog;
   OverrunPolicy overrun = OverrunPolicy::kSkip;
   int max_catch_up = 10;
@@ -225,6 +229,7 @@ class Session {
 
   SessionConfig config_;
   Nanoseconds period_;
+  std::unique_ptr<WorkerPool> pool_;  // a parallel formulation's threads (threads > 1)
   Simulator simulator_;
   Eigen::VectorXd q0_, v0_;
   Eigen::VectorXd held_tau_;     // RT: the torques of the newest command

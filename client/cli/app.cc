@@ -155,6 +155,7 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
 struct SimulateArgs {
   std::string model = defaultModelOrEmpty(), solver = "aba", integrator = "rk4";
   std::string dt = "0.001", duration = "1.0", output, q0, v0, tau;
+  int threads = 1;
 };
 
 void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
@@ -167,6 +168,9 @@ void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
   options.v0 = args.v0;
   options.tau = args.tau;
   options.output = args.output;
+  options.threads = args.threads;
+  if (options.threads < 1 || options.threads > 256)
+    throw CliError("--threads must be 1 to 256, got " + std::to_string(args.threads), kExitUsage);
   if (options.dt <= 0.0) throw CliError("--dt must be > 0, got " + args.dt, kExitUsage);
   if (options.duration < 0.0) {
     throw CliError("--duration must be >= 0, got " + args.duration, kExitUsage);
@@ -205,6 +209,10 @@ Command addSimulateCommand(CLI::App& app, const std::string& solver_help) {
   sim->add_option("--tau", args->tau,
                   "Joint forces held for the whole run: nv comma-separated values [N m or N]")
       ->type_name("LIST");
+  sim->add_option("-j,--threads", args->threads,
+                  "Threads per evaluation of a parallel solver (hdca); results are the same for "
+                  "every count")
+      ->capture_default_str();
   return {sim, [args](std::ostream& out) { runSimulateCommand(*args, out); }};
 }
 

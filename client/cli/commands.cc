@@ -16,6 +16,7 @@
 #include "engine/formulations/formulations.h"
 #include "engine/integrators/step_limit.h"
 #include "engine/io/model_loader.h"
+#include "rt/worker_pool.h"
 
 namespace hilsim::cli {
 namespace {
@@ -547,6 +548,18 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
     throw CliError(workspaceTooLarge(model, options.formulation), 1);
   }
   Simulator& sim = *constructed;
+  // a parallel formulation's threads, created once for the run
+  std::optional<rt::WorkerPool> pool;
+  if (options.threads > 1) {
+    if (!formulationInfo(options.formulation).capabilities.parallel) {
+      throw CliError("--threads " + std::to_string(options.threads) + ": formulation '" +
+                         std::string(formulationName(options.formulation)) +
+                         "' runs on one thread (parallel: hdca)",
+                     2);
+    }
+    pool.emplace(options.threads);
+    sim.setExecutor(&*pool);
+  }
   sim.setState(q, v);  // with loops: assembled onto the constraint manifold
 
   SimulateSummary summary;
@@ -632,7 +645,9 @@ void writeSimulateSummary(const Model& model, const SimulateOptions& options,
   std::ostringstream s;
   s << "model            " << model.name << " (nq " << model.nq << ", nv " << model.nv << ", "
     << model.nbodies << " bodies)\n";
-  s << "solver           " << formulationName(options.formulation) << "\n";
+  s << "solver           " << formulationName(options.formulation);
+  if (options.threads > 1) s << " (" << options.threads << " threads)";
+  s << "\n";
   s << "integrator       " << integratorName(options.integrator) << "\n";
   s << "dt               " << general(options.dt) << " s\n";
   s << "steps            " << summary.steps << " (" << general(summary.simulated_time)

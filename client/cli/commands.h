@@ -63,6 +63,7 @@ struct SimulateOptions {
   std::string v0;          ///< comma list of nv values; empty: at rest
   std::string tau;         ///< comma list of nv joint forces held for the run; empty: zero
   std::string output;      ///< trajectory CSV; empty: none
+  int threads = 1;         ///< threads of a parallel formulation (hdca), ≥ 1
 };
 
 struct SimulateSummary {

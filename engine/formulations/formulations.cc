@@ -7,6 +7,7 @@
 #include "engine/algorithms/aba_delassus.h"
 #include "engine/algorithms/aba_inverse_inertia.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
+#include "engine/algorithms/hdca.h"
 #include "engine/algorithms/riccati_transfer.h"
 #include "engine/algorithms/semi_recursive.h"
 #include "engine/algorithms/tree_ldl.h"
@@ -115,6 +116,30 @@ constexpr std::array kFormulations = {
         /*leaves_body_accelerations=*/false,
         /*delassus_reads_jacobian=*/false,
     },
+    // hdca's acceleration entry is phase 1 on τ − C (the constraint stage and the Euler steps);
+    // its own state (q, p) runs through momenta and momentum_rates
+    FormulationInfo{
+        Formulation::kHdca,
+        "hdca",
+        "Hamiltonian divide-and-conquer: canonical momenta as state, binary assembly tree of "
+        "two-handle mobility equations, its levels in parallel; rigid bodies of regular inertia",
+        "Chadaj, Malczyk, Fraczek, \"A parallel Hamiltonian formulation for forward dynamics of "
+        "closed-loop multibody systems\", Multibody System Dynamics 39 (2017) 51-77",
+        {.massless = false,
+         .flexible = false,
+         .closed_loops = true,
+         .parallel = true,
+         .singular_bodies = false},
+        DataWorkspace::kDivideAndConquer,
+        hdcaForwardDynamics,
+        hdcaInverseInertia,
+        nullptr,
+        nullptr,
+        /*leaves_body_accelerations=*/false,
+        /*delassus_reads_jacobian=*/true,
+        hdcaMomenta,
+        hdcaMomentumRates,
+    },
 };
 
 // Every row must sit at its enum's index.
@@ -194,6 +219,15 @@ std::string checkFormulation(const Model& model, Formulation formulation) {
     return "model '" + model.name + "' has flexible bodies: formulation '" +
            std::string(info.name) + "' cannot run them (use " +
            those(&FormulationCapabilities::flexible) + ")";
+  if (!info.capabilities.singular_bodies && model.nalgebraic == 0) {
+    for (int i = 1; i < model.nbodies; ++i) {
+      if (!model.singular_inertia[i]) continue;
+      return "model '" + model.name + "' has body '" + model.body_names[i] +
+             "' whose spatial inertia is singular (a point mass or a massless link): formulation '" +
+             std::string(info.name) + "' needs every body's inertia invertible (use " +
+             those(&FormulationCapabilities::singular_bodies) + ")";
+    }
+  }
   return {};
 }
 

@@ -21,6 +21,7 @@ enum class Formulation {
   kRtmm,  ///< Riccati transfer matrix method, O(n) (engine/algorithms/riccati_transfer.h)
   kSr1,   ///< semi-recursive I, reference points on the bodies (engine/algorithms/semi_recursive.h)
   kSr2,   ///< semi-recursive II, the global origin as reference (the same header)
+  kHdca,  ///< Hamiltonian divide-and-conquer, canonical momenta, parallel (engine/algorithms/hdca.h)
 };
 
 /// What a formulation can run. A model needing a capability a formulation lacks is refused by
@@ -29,7 +30,10 @@ struct FormulationCapabilities {
   bool massless = false;      ///< massless joint motion (Model::nalgebraic > 0, seed 003)
   bool flexible = false;      ///< flexible bodies with assumed modes (seed 004)
   bool closed_loops = false;  ///< the constraint stage: loop closures, limits, friction, contact
-  bool parallel = false;      ///< uses more than one core per evaluation
+  bool parallel = false;      ///< uses more than one core per evaluation (Data::executor)
+  /// bodies whose own spatial inertia is singular (Model::singular_inertia: point masses,
+  /// massless links) inside a tree whose mass matrix is regular
+  bool singular_bodies = true;
 };
 
 /// q̈ = FD(q, v, τ) into data.qdd (also returned). Allocation-free; Data must hold the
@@ -61,6 +65,17 @@ using DelassusResponseFunction = void (*)(const Model& model, Data& data,
                                           const ConstraintRows& rows,
                                           const Eigen::VectorXd& lambda, Eigen::VectorXd& x);
 
+/// The canonical momenta p = M(q) v (nv) of joint velocities v, for a formulation whose state is
+/// (q, p). Allocation-free.
+using MomentaFunction = void (*)(const Model& model, Data& data, const Eigen::VectorXd& q,
+                                 const Eigen::VectorXd& v, Eigen::VectorXd& p);
+
+/// Hamilton's equations of the tree: v = ∂H/∂p = M⁻¹ p and ṗ = τ − ∂H/∂q (with the joints'
+/// damping and springs), at (q, p) under joint forces tau. Allocation-free.
+using MomentumRatesFunction = void (*)(const Model& model, Data& data, const Eigen::VectorXd& q,
+                                       const Eigen::VectorXd& p, const Eigen::VectorXd& tau,
+                                       Eigen::VectorXd& v, Eigen::VectorXd& p_dot);
+
 /// One row of the table.
 struct FormulationInfo {
   Formulation id;
@@ -83,6 +98,10 @@ struct FormulationInfo {
   /// delassus and delassus_response read the rows' Jacobian (ConstraintRows::jacobian), not only
   /// their spatial form; the constraint stage then writes it.
   bool delassus_reads_jacobian = true;
+  /// A formulation whose own state is (q, p): the Simulator's RK4 advances the momenta with these
+  /// on a tree (docs/HDCA.md); null for the others.
+  MomentaFunction momenta = nullptr;
+  MomentumRatesFunction momentum_rates = nullptr;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).

@@ -30,6 +30,10 @@ double jointDampingPower(const Model& model, const Eigen::VectorXd& v) {
   return power;
 }
 
+// RK4's stage times (fractions of h) and weights (of h/6)
+constexpr double kStageFraction[4] = {0.0, 0.5, 0.5, 1.0};
+constexpr double kWeight[4] = {1.0, 2.0, 2.0, 1.0};
+
 }  // namespace
 
 std::optional<Integrator> parseIntegrator(std::string_view name) {
@@ -99,6 +103,50 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
     assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   }
   makeVelocityConsistent(last_tau_);
+  const FormulationInfo& info = formulationInfo(formulation);
+  momentum_state_ = info.momentum_rates != nullptr && integrator == Integrator::kRk4 &&
+                    !constraints_ && model_->nalgebraic == 0;
+  if (momentum_state_) {
+    p_ = p_stage_ = p_dot_ = p_dot_now_ = tau_now_ = Eigen::VectorXd::Zero(model_->nv);
+    captureMomenta();
+  }
+}
+
+void Simulator::captureMomenta() {
+  formulationInfo(formulation_).momenta(*model_, data_, q_, v_, p_);
+  evaluateMomentumState();
+}
+
+void Simulator::evaluateMomentumState() {
+  // v = M⁻¹ p at the state itself (the same v to round-off), and ṗ there under the last forces
+  tau_now_ = last_tau_;
+  formulationInfo(formulation_).momentum_rates(*model_, data_, q_, p_, tau_now_, v_, p_dot_now_);
+}
+
+void Simulator::stepMomentumRk4(const Eigen::VectorXd& tau) {
+  // RK4 (RKMK on q) on Hamilton's equations q̇ = v(q, p), ṗ = f(q, p, τ); the first stage is the
+  // state's own evaluation, ṗ affine in τ
+  const Model& model = *model_;
+  const FormulationInfo& info = formulationInfo(formulation_);
+  const double h = dt_;
+  beginRk4Step();
+  qdd_ = v_;  // v_n, for the step's mean acceleration
+  for (int stage = 0; stage < 4; ++stage) {
+    const double c = kStageFraction[stage];
+    if (stage == 0) {
+      v_stage_ = v_;
+      p_dot_ = p_dot_now_ + (tau - tau_now_);
+    } else {
+      integrateConfiguration(model, q_, theta_, 1.0, q_stage_);
+      p_stage_ = p_ + (c * h) * p_dot_;
+      info.momentum_rates(model, data_, q_stage_, p_stage_, tau, v_stage_, p_dot_);
+    }
+    accumulateRk4Stage(stage, tau, p_dot_);
+  }
+  finishRk4Step(p_);
+  last_tau_ = tau;
+  evaluateMomentumState();
+  qdd_ = (v_ - qdd_) / h;
 }
 
 double Simulator::makeVelocityConsistent(const Eigen::VectorXd& tau) {
@@ -123,6 +171,7 @@ void Simulator::setState(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   time_ = time;
   if (constraints_) assembly_error_ = constraints_->assemble(*model_, data_, q_, v_);
   makeVelocityConsistent(last_tau_);
+  if (momentum_state_) captureMomenta();
   applied_work_ = 0.0;
   dissipated_energy_ = 0.0;
   failure_ = ConstraintFailure{};
@@ -191,6 +240,11 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
   if (base_wrench_) addBaseWrench();
   const Eigen::VectorXd& tau = total_tau_;
   if (constraints_) constraints_->beginStep();
+  if (momentum_state_) {
+    stepMomentumRk4(tau);
+    time_ += h;
+    return;
+  }
   switch (integrator_) {
     case Integrator::kSemiImplicitEuler: {
       qdd_ = accelerations(q_, v_, tau);
@@ -216,12 +270,7 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
     }
     case Integrator::kRk4: {
       // Runge–Kutta–Munthe-Kaas: stages live in the tangent space at q, θ̇ = dexp⁻¹_θ(v)
-      static constexpr double kStageFraction[4] = {0.0, 0.5, 0.5, 1.0};
-      static constexpr double kWeight[4] = {1.0, 2.0, 2.0, 1.0};
-      theta_sum_.setZero();
-      a_sum_.setZero();
-      theta_.setZero();
-      double power_sum = 0.0, damping_sum = 0.0;
+      beginRk4Step();
       for (int stage = 0; stage < 4; ++stage) {
         const double c = kStageFraction[stage];
         // stage state: q ⊕ θ, v + c h a_prev (theta_ already holds c h K_prev)
@@ -234,18 +283,9 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
         }
         const Eigen::VectorXd& a = accelerations(q_stage_, v_stage_, tau);
         if (stage == 0) qdd_ = a;
-        // ∫ τ·v dt and the dampers' ∫ P dt by the same quadrature as the state
-        power_sum += kWeight[stage] * tau.dot(v_stage_);
-        damping_sum += kWeight[stage] * dampingPower(v_stage_);
-        tangentRate(model, theta_, v_stage_, theta_rate_);
-        theta_sum_ += kWeight[stage] * theta_rate_;
-        a_sum_ += kWeight[stage] * a;
-        if (stage < 3) theta_ = (kStageFraction[stage + 1] * h) * theta_rate_;
+        accumulateRk4Stage(stage, tau, a);
       }
-      integrateConfiguration(model, q_, theta_sum_, h / 6.0, q_);
-      v_ += (h / 6.0) * a_sum_;
-      applied_work_ += (h / 6.0) * power_sum;
-      dissipated_energy_ += (h / 6.0) * damping_sum;
+      finishRk4Step(v_);
       break;
     }
   }
@@ -259,6 +299,32 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
     }
   }
   last_tau_ = tau;
+}
+
+void Simulator::beginRk4Step() {
+  theta_sum_.setZero();
+  a_sum_.setZero();
+  theta_.setZero();
+  power_sum_ = damping_sum_ = 0.0;
+}
+
+void Simulator::accumulateRk4Stage(int stage, const Eigen::VectorXd& tau,
+                                   const Eigen::VectorXd& rate) {
+  // ∫ τ·v dt and the dampers' ∫ P dt by the same quadrature as the state
+  power_sum_ += kWeight[stage] * tau.dot(v_stage_);
+  damping_sum_ += kWeight[stage] * dampingPower(v_stage_);
+  tangentRate(*model_, theta_, v_stage_, theta_rate_);
+  theta_sum_ += kWeight[stage] * theta_rate_;
+  a_sum_ += kWeight[stage] * rate;
+  if (stage < 3) theta_ = (kStageFraction[stage + 1] * dt_) * theta_rate_;
+}
+
+void Simulator::finishRk4Step(Eigen::VectorXd& state) {
+  const double h = dt_;
+  integrateConfiguration(*model_, q_, theta_sum_, h / 6.0, q_);
+  state += (h / 6.0) * a_sum_;
+  applied_work_ += (h / 6.0) * power_sum_;
+  dissipated_energy_ += (h / 6.0) * damping_sum_;
 }
 
 double Simulator::dampingPower(const Eigen::VectorXd& v) const {

@@ -92,13 +92,25 @@ class Simulator {
 
   const Eigen::VectorXd& q() const { return q_; }
   const Eigen::VectorXd& v() const { return v_; }
-  /// q̈ at the start of the last step.
+  /// q̈ at the start of the last step; when the state is (q, p) (momentumState()), the step's
+  /// mean acceleration (v_{n+1} − v_n)/h.
   const Eigen::VectorXd& qdd() const { return qdd_; }
+  /// Whether RK4 advances the canonical momenta p = M v instead of v: a formulation whose state
+  /// is (q, p) (FormulationInfo::momentum_rates, hdca) on a tree; v is then M⁻¹ p after each step
+  /// (docs/HDCA.md, "State").
+  bool momentumState() const { return momentum_state_; }
+  /// The canonical momenta p = M v (nv) of the current state, when momentumState().
+  const Eigen::VectorXd& momenta() const { return p_; }
   double time() const { return time_; }
   double dt() const { return dt_; }
   const Model& model() const { return *model_; }
   Formulation formulation() const { return formulation_; }
   Integrator integrator() const { return integrator_; }
+
+  /// The threads a parallel formulation (FormulationCapabilities::parallel) runs each evaluation
+  /// on; null (the default): the calling thread alone. Not owned; must outlive the Simulator's
+  /// steps. Results are the same, bit for bit, for every thread count.
+  void setExecutor(Executor* executor) { data_.executor = executor; }
 
   /// The constraint stage, or nullptr for a tree without one.
   ConstraintStage* constraints() const { return constraints_.get(); }
@@ -140,6 +152,21 @@ class Simulator {
   Eigen::VectorXd q_, v_, qdd_;
   // RK4 stage buffers, sized once
   Eigen::VectorXd q_stage_, v_stage_, theta_, theta_rate_, theta_sum_, a_sum_;
+  // the state (q, p): the momenta, a stage's and the rates at the current state under the last
+  // step's forces (the next step's first stage, shifted by its change of forces)
+  bool momentum_state_ = false;
+  Eigen::VectorXd p_, p_stage_, p_dot_, p_dot_now_, tau_now_;
+  // p_ from (q_, v_), then v_ and p_dot_now_ from (q_, p_) under last_tau_
+  void captureMomenta();
+  void evaluateMomentumState();
+  void stepMomentumRk4(const Eigen::VectorXd& tau);
+  // RK4's bookkeeping, shared by the (q, v) and (q, p) paths: clears the sums; adds a stage's
+  // weighted rates at v_stage_ (∫ τ·v, the dampers' ∫ P, θ̇, and `rate`: q̈ or ṗ) and sets θ for
+  // the next stage; moves q and `state` (v or p) by the weighted sums
+  void beginRk4Step();
+  void accumulateRk4Stage(int stage, const Eigen::VectorXd& tau, const Eigen::VectorXd& rate);
+  void finishRk4Step(Eigen::VectorXd& state);
+  double power_sum_ = 0.0, damping_sum_ = 0.0;
   // massless joint motion
   AlgebraicVelocities algebraic_;
   Eigen::VectorXd last_tau_, gamma_;

@@ -52,6 +52,25 @@ Data::Data(const Model& model, DataWorkspace reserved)
                       : 0,
                   0),
       S_J(6, 6) {
+  if (holds(reserved, DataWorkspace::kDivideAndConquer)) {
+    hdca.tree = buildAssemblyTree(model);
+    const std::size_t nb = model.nbodies, nn = hdca.tree.nodes.size();
+    for (auto* per_body : {&hdca.motion, &hdca.force_dual, &hdca.impulse_basis, &hdca.inertia,
+                           &hdca.mobility,
+                           &hdca.path_factor})
+      per_body->assign(nb, Matrix6::Zero());
+    for (auto* per_body : {&hdca.compliance, &hdca.momentum_bias, &hdca.velocity,
+                           &hdca.inboard_impulse, &hdca.weight, &hdca.subtree_load,
+                           &hdca.momentum})
+      per_body->assign(nb, Vector6::Zero());
+    hdca.impulse_count.assign(nb, 0);
+    for (auto* per_node : {&hdca.xi11, &hdca.xi12, &hdca.xi22, &hdca.gain_factor})
+      per_node->assign(nn, Matrix6::Zero());
+    for (auto* per_node : {&hdca.xi10, &hdca.xi20, &hdca.beta, &hdca.T1, &hdca.T2, &hdca.load,
+                           &hdca.beyond})
+      per_node->assign(nn, Vector6::Zero());
+    hdca.rhs = hdca.estimate = hdca.residual = Eigen::VectorXd::Zero(model.nv);
+  }
   if (!model.has_flexible_bodies) return;
   const int nb = model.nbodies;
   flex.Psi_t_W.resize(nb);

@@ -7,9 +7,12 @@
 
 #include <Eigen/Cholesky>
 
+#include "engine/model/assembly_tree.h"
 #include "engine/model/model.h"
 
 namespace hilsim {
+
+class Executor;
 
 /// Dynamic-width 6-row matrix of spatial vectors, one column per degree of freedom.
 using Matrix6N = Eigen::Matrix<double, 6, Eigen::Dynamic>;
@@ -21,6 +24,7 @@ using Matrix6N = Eigen::Matrix<double, 6, Eigen::Dynamic>;
 enum class DataWorkspace : unsigned {
   kPerBody = 0,                    ///< rnea, aba, forwardKinematics, the energies
   kJointSpaceInertia = 1u << 0,    ///< M and M_factor (nv × nv): crba, crbaForwardDynamics
+  kDivideAndConquer = 1u << 1,     ///< the assembly tree and its per-node coefficients: hdca
   kAll = ~0u,
 };
 constexpr DataWorkspace operator|(DataWorkspace a, DataWorkspace b) {
@@ -118,6 +122,43 @@ struct Data {
     std::vector<Eigen::MatrixXd> scratch_nn;  ///< n_m × n_m
     std::vector<Matrix6N> scratch_6n;         ///< 6 × n_m (sized by the parent's n_m)
   } flex;
+
+  /// Buffers of the Hamiltonian divide-and-conquer formulation (engine/algorithms/hdca.h, seed
+  /// 001), with DataWorkspace::kDivideAndConquer (else empty). Spatial vectors in W about W's
+  /// origin, where the paper's shift matrices are the identity (docs/HDCA.md).
+  struct Hdca {
+    AssemblyTree tree;  ///< the binary assembly tree of the model (fixed)
+    // per joint i, [nbodies]: its motion subspace H (columns 0 … nv_i − 1), the dual force basis
+    // H* with Hᵀ H* = 1, and the basis B of the impulses it carries, the constraint directions D
+    // (Dᵀ H = 0) then H* of each dof with armature, whose compliance 1/armature is in `compliance`
+    std::vector<Matrix6> motion, force_dual, impulse_basis;
+    std::vector<Vector6> compliance;
+    std::vector<int> impulse_count;   ///< columns of impulse_basis
+    // per body, [nbodies]
+    std::vector<Matrix6> inertia;     ///< I, in W about W's origin
+    std::vector<Matrix6> mobility;    ///< Φ = (I − Σ W of the paths hanging off it)⁻¹
+    /// a path's top body: Z of its top joint's W = −Z Zᵀ (seed 001 (43)), columns beyond the
+    /// joint's impulse count zero
+    std::vector<Matrix6> path_factor;
+    std::vector<Vector6> momentum_bias;  ///< b: the joint momenta the body's joints carry
+    std::vector<Vector6> velocity;    ///< V of phase 1 (spatial velocity)
+    std::vector<Vector6> inboard_impulse;  ///< T₁: impulse at the body's own joint
+    std::vector<Vector6> weight;      ///< gravity's wrench on the body
+    std::vector<Vector6> subtree_load;     ///< applied wrench on the subtree the joint carries
+    // per node of the tree, [nodes]: the coefficients of seed 001 (15)–(16) and (27)–(29)
+    std::vector<Matrix6> xi11, xi12, xi22;  ///< ξ₁₁, ξ₁₂ (ξ₂₁ = ξ₁₂ᵀ), ξ₂₂
+    std::vector<Matrix6> gain_factor;       ///< Z of the node's joint, W = −Z Zᵀ (27)
+    std::vector<Vector6> xi10, xi20, beta;       ///< ξ₁₀, ξ₂₀, β
+    std::vector<Vector6> T1, T2;                 ///< impulses at the two handles
+    std::vector<Vector6> load, beyond;  ///< applied wrench on the node, and beyond its handle 2
+    std::vector<Vector6> momentum;      ///< [nbodies] the subtree's momentum Σ I V (refinement)
+    Eigen::VectorXd rhs, estimate, residual;  ///< nv scratch
+    int corrections = 0;  ///< refinement steps the last solve took (docs/HDCA.md, "Accuracy")
+  } hdca;
+
+  /// The threads of parallel formulations (hdca); null: the calling thread alone. Set by whoever
+  /// owns both (a Simulator, a benchmark); not owned.
+  Executor* executor = nullptr;
 
   // per-joint scratch
   Matrix6X S_J;                     ///< motion subspace of one joint in its joint frame

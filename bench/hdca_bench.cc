@@ -1,0 +1,96 @@
+// The Hamiltonian divide-and-conquer formulation (docs/HDCA.md, docs/PERFORMANCE.md "Hamiltonian
+// divide-and-conquer"): one evaluation of Hamilton's equations (v and ṗ at (q, p), the assembly
+// included) on generated chains and binary trees of 8 to 4096 rods, on 1 and 2 threads of one
+// WorkerPool, beside aba's forward dynamics at the same state in the same run. Counters: the
+// assembly's levels (its span in node steps) and the speed-up the level structure allows on P
+// threads, Σ items / Σ ⌈items_l / P⌉ over the up and down levels (equal cost per node; the
+// sequential sweeps excluded).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/generated_systems.h"
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/hdca.h"
+#include "rt/worker_pool.h"
+
+namespace hilsim::bench {
+namespace {
+
+struct Setup : GeneratedState {
+  std::unique_ptr<Data> data;
+  Eigen::VectorXd p, v_out, p_dot;
+};
+
+Setup* makeSetup(GeneratedShape shape, int bodies) {
+  auto* s = new Setup{generatedState(shape, JointType::kRevolute, bodies), {}, {}, {}, {}};
+  s->data = std::make_unique<Data>(s->model, DataWorkspace::kDivideAndConquer);
+  s->p.resize(s->model.nv);
+  s->v_out.resize(s->model.nv);
+  s->p_dot.resize(s->model.nv);
+  hdcaMomenta(s->model, *s->data, s->q, s->v, s->p);
+  return s;
+}
+
+// Σ items / Σ ⌈items / threads⌉ over the levels of `begin`
+double levelBound(const std::vector<int>& begin, int threads) {
+  double items = 0.0, rounds = 0.0;
+  for (std::size_t l = 0; l + 1 < begin.size(); ++l) {
+    const int n = begin[l + 1] - begin[l];
+    items += n;
+    rounds += (n + threads - 1) / threads;
+  }
+  return items / rounds;
+}
+
+void benchRates(benchmark::State& state, Setup* s, rt::WorkerPool* pool) {
+  Data& data = *s->data;
+  data.executor = pool;
+  for (auto _ : state) {
+    hdcaMomentumRates(s->model, data, s->q, s->p, s->tau, s->v_out, s->p_dot);
+    benchmark::DoNotOptimize(s->p_dot.data());
+  }
+  data.executor = nullptr;
+  const AssemblyTree& tree = data.hdca.tree;
+  state.counters["bodies"] = s->model.nbodies - 1;
+  state.counters["levels"] = tree.upLevels() + tree.downLevels();
+  state.counters["corrections"] = data.hdca.corrections;
+  for (int p : {2, 4, 16, 64}) {
+    std::vector<int> all = tree.up_begin;  // the up and down levels one after the other
+    const int offset = all.back();
+    for (std::size_t l = 1; l < tree.down_begin.size(); ++l) all.push_back(offset + tree.down_begin[l]);
+    state.counters["bound_" + std::to_string(p)] = levelBound(all, p);
+  }
+}
+
+void benchAba(benchmark::State& state, Setup* s) {
+  for (auto _ : state) benchmark::DoNotOptimize(aba(s->model, *s->data, s->q, s->v, s->tau).data());
+  state.counters["bodies"] = s->model.nbodies - 1;
+}
+
+}  // namespace
+}  // namespace hilsim::bench
+
+int main(int argc, char** argv) {
+  using namespace hilsim;
+  static rt::WorkerPool two(2);  // created once for the run, as a session creates its pool
+  for (const auto& [shape, shape_name] :
+       {std::pair{GeneratedShape::kChain, "chain"}, std::pair{GeneratedShape::kTree, "tree"}}) {
+    for (const int bodies : {8, 64, 256, 1024, 4096}) {
+      bench::Setup* s = bench::makeSetup(shape, bodies);  // lives for the whole run
+      const std::string suffix = std::string("/") + shape_name + "/" + std::to_string(bodies);
+      benchmark::RegisterBenchmark(("aba" + suffix).c_str(), bench::benchAba, s);
+      benchmark::RegisterBenchmark(("hdca_1thread" + suffix).c_str(), bench::benchRates, s,
+                                   nullptr);
+      benchmark::RegisterBenchmark(("hdca_2threads" + suffix).c_str(), bench::benchRates, s,
+                                   &two);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,151 @@
+#include "engine/model/assembly_tree.h"
+
+#include <algorithm>
+#include <cassert>
+#include <random>
+
+#include "engine/model/model.h"
+
+namespace hilsim {
+
+namespace {
+
+// Builds the binary tree of the path bodies[begin, end) into tree.nodes; returns its root node
+int buildRange(AssemblyTree& tree, const std::vector<int>& bodies, int begin, int end,
+               AssemblyOrder order, std::mt19937_64& random) {
+  if (end - begin == 1) return tree.leaf[bodies[begin]];
+  int split = begin + (end - begin) / 2;  // balanced: the right half starts here
+  if (order == AssemblyOrder::kSequential) split = end - 1;
+  if (order == AssemblyOrder::kRandom)
+    split = std::uniform_int_distribution<int>(begin + 1, end - 1)(random);
+  const int left = buildRange(tree, bodies, begin, split, order, random);
+  const int right = buildRange(tree, bodies, split, end, order, random);
+  AssemblyTree::Node node;
+  node.left = left;
+  node.right = right;
+  node.joint = bodies[split];
+  node.first = bodies[begin];
+  tree.nodes.push_back(node);
+  return static_cast<int>(tree.nodes.size()) - 1;
+}
+
+// Nodes grouped by level into (order, begin)
+void groupByLevel(const std::vector<int>& level, std::vector<int>& order, std::vector<int>& begin) {
+  const int levels = level.empty() ? 0 : *std::max_element(level.begin(), level.end()) + 1;
+  begin.assign(levels + 1, 0);
+  for (int l : level) ++begin[l + 1];
+  for (int l = 0; l < levels; ++l) begin[l + 1] += begin[l];
+  order.assign(level.size(), -1);
+  std::vector<int> next(begin.begin(), begin.end() - 1);
+  for (int node = 0; node < static_cast<int>(level.size()); ++node)
+    order[next[level[node]]++] = node;  // ascending node index within a level: deterministic
+}
+
+}  // namespace
+
+AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uint64_t seed) {
+  const int nb = model.nbodies;
+  AssemblyTree tree;
+  std::mt19937_64 random(seed);
+
+  // subtree sizes, then each body's heavy child (the largest subtree, the first on a tie)
+  std::vector<int> size(nb, 1);
+  for (int i = nb - 1; i >= 1; --i)
+    if (model.parent[i] > 0) size[model.parent[i]] += size[i];
+  tree.heavy_child.assign(nb, -1);
+  for (int i = 1; i < nb; ++i) {
+    const int p = model.parent[i];
+    if (p <= 0) continue;
+    int& heavy = tree.heavy_child[p];
+    if (heavy < 0 || size[i] > size[heavy]) heavy = i;
+  }
+  // light children: the others (and the world's children, the roots of its trees)
+  tree.light_begin.assign(nb + 1, 0);
+  for (int i = 1; i < nb; ++i) {
+    const int p = std::max(model.parent[i], 0);
+    if (tree.heavy_child[p] != i || p == 0) ++tree.light_begin[p + 1];
+  }
+  for (int i = 0; i < nb; ++i) tree.light_begin[i + 1] += tree.light_begin[i];
+  tree.light.assign(tree.light_begin[nb], -1);
+  {
+    std::vector<int> next(tree.light_begin.begin(), tree.light_begin.end() - 1);
+    for (int i = 1; i < nb; ++i) {
+      const int p = std::max(model.parent[i], 0);
+      if (tree.heavy_child[p] != i || p == 0) tree.light[next[p]++] = i;
+    }
+  }
+  tree.heavy_child[0] = -1;
+
+  // one leaf per body, then each path's chain tree
+  tree.leaf.assign(nb, -1);
+  for (int i = 1; i < nb; ++i) {
+    AssemblyTree::Node node;
+    node.body = i;
+    node.first = i;
+    tree.leaf[i] = static_cast<int>(tree.nodes.size());
+    tree.nodes.push_back(node);
+  }
+  tree.path_root.assign(nb, -1);
+  std::vector<int> bodies;
+  for (int top = 1; top < nb; ++top) {
+    const int p = std::max(model.parent[top], 0);
+    if (p != 0 && tree.heavy_child[p] == top) continue;  // not a path's top
+    bodies.clear();
+    for (int b = top; b >= 0; b = tree.heavy_child[b]) bodies.push_back(b);
+    tree.path_root[top] = buildRange(tree, bodies, 0, static_cast<int>(bodies.size()), order, random);
+  }
+  const int nn = static_cast<int>(tree.nodes.size());
+  tree.path_top.assign(nn, -1);
+  for (int top = 1; top < nb; ++top) {
+    if (tree.path_root[top] < 0) continue;
+    // every node under the path's root
+    std::vector<int> stack{tree.path_root[top]};
+    while (!stack.empty()) {
+      const int n = stack.back();
+      stack.pop_back();
+      tree.path_top[n] = top;
+      if (tree.nodes[n].left >= 0) {
+        stack.push_back(tree.nodes[n].left);
+        stack.push_back(tree.nodes[n].right);
+      }
+    }
+  }
+
+  // assembly levels: paths in decreasing order of their top body (a light path's top is above
+  // every body of the path it hangs off), leaves before the compounds built on them
+  std::vector<int> up_level(nn, 0);
+  const auto upLevel = [&](auto&& self, int n) -> int {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    int level = 0;
+    if (node.left >= 0) {
+      level = std::max(self(self, node.left), self(self, node.right)) + 1;
+    } else {
+      for (int k = tree.light_begin[node.body]; k < tree.light_begin[node.body + 1]; ++k)
+        level = std::max(level, up_level[tree.path_root[tree.light[k]]] + 1);
+    }
+    return up_level[n] = level;
+  };
+  for (int top = nb - 1; top >= 1; --top)
+    if (tree.path_root[top] >= 0) upLevel(upLevel, tree.path_root[top]);
+  groupByLevel(up_level, tree.up, tree.up_begin);
+
+  // disassembly levels: paths in increasing order of their top, each root after the leaf of the
+  // body it hangs off (the world's paths first)
+  std::vector<int> down_level(nn, 0);
+  const auto downLevel = [&](auto&& self, int n, int level) -> void {
+    down_level[n] = level;
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (node.left < 0) return;
+    self(self, node.left, level + 1);
+    self(self, node.right, level + 1);
+  };
+  for (int top = 1; top < nb; ++top) {
+    if (tree.path_root[top] < 0) continue;
+    const int p = std::max(model.parent[top], 0);
+    downLevel(downLevel, tree.path_root[top], p == 0 ? 0 : down_level[tree.leaf[p]] + 1);
+  }
+  groupByLevel(down_level, tree.down, tree.down_begin);
+  return tree;
+}
+
+}  // namespace hilsim

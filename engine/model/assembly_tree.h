@@ -1,0 +1,60 @@
+// The binary assembly tree of a model's spanning tree: the order in which the Hamiltonian
+// divide-and-conquer formulation (seed 001, engine/algorithms/hdca.h) joins bodies into compound
+// bodies and takes them apart again. Fixed per model; docs/HDCA.md, "Assembly tree".
+//
+// The tree is cut into heavy paths (each body continues the path of its parent when it has the
+// largest subtree among its siblings). Each path is assembled as the paper assembles a chain: a
+// binary tree over its bodies, two-handle compounds joined at one joint. A path hanging off a body
+// (a light child) has a free tip, so once assembled it is a one-handle compound: it is absorbed
+// into that body before the body enters its own path's assembly. Paths nest at most log₂ n deep,
+// so with balanced chain trees an assembly has O(log² n) levels.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace hilsim {
+
+struct Model;
+
+/// How each path's chain of bodies is split into a binary tree. Every order gives the same result
+/// up to round-off (seed 001 §3.2); the balanced one has the fewest levels.
+enum class AssemblyOrder {
+  kBalanced,    ///< halves: log₂ L levels for a path of L bodies
+  kSequential,  ///< the first body, then each next one joined on: L − 1 levels
+  kRandom,      ///< split points drawn from a seeded generator (tests)
+};
+
+struct AssemblyTree {
+  struct Node {
+    int left = -1, right = -1;  ///< child nodes; −1 for a leaf
+    int body = -1;              ///< a leaf's body; −1 for a compound
+    /// A compound's joint: the joint of the first body of `right`, whose parent is the last body
+    /// of `left`. −1 for a leaf.
+    int joint = -1;
+    int first = -1;  ///< the first (inboardmost) body of the node's range of its path
+  };
+  std::vector<Node> nodes;
+  std::vector<int> leaf;         ///< [nbodies] the leaf node of body i (−1 for the world)
+  std::vector<int> path_root;    ///< [nbodies] the root node of the path body i starts; else −1
+  std::vector<int> path_top;     ///< [nodes] the top body of the path a node belongs to
+  std::vector<int> heavy_child;  ///< [nbodies] the child continuing body i's path; −1 at its end
+  /// Light children of body i (those that start paths of their own): light[light_begin[i]] …
+  /// light[light_begin[i + 1] − 1], ascending. The world's are the roots of the model's trees.
+  std::vector<int> light_begin, light;
+  /// Nodes by assembly level (up[up_begin[l]] … up[up_begin[l + 1] − 1]): a node's level is after
+  /// those of its children and, for a leaf, of the paths hanging off its body.
+  std::vector<int> up, up_begin;
+  /// Nodes by disassembly level: a node after its parent and, for a path's root, after the leaf
+  /// of the body the path hangs off.
+  std::vector<int> down, down_begin;
+
+  int upLevels() const { return static_cast<int>(up_begin.size()) - 1; }
+  int downLevels() const { return static_cast<int>(down_begin.size()) - 1; }
+};
+
+/// The assembly tree of `model`'s spanning tree. `seed` for AssemblyOrder::kRandom.
+AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order = AssemblyOrder::kBalanced,
+                               std::uint64_t seed = 0);
+
+}  // namespace hilsim

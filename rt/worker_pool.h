@@ -1,0 +1,54 @@
+// A fixed pool of worker threads that runs the engine's parallel work (engine/parallel/executor.h):
+// created once with a session or a command-line run, never per step. Each parallelFor hands the
+// workers their share through one atomic epoch (futex wake only for a worker that has gone to
+// sleep), runs the caller's share, and spins until the workers are done: no allocation, no lock,
+// no system call while the workers are busy. docs/HDCA.md, "Threads".
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "engine/parallel/executor.h"
+#include "rt/clock.h"
+
+namespace hilsim::rt {
+
+class WorkerPool final : public Executor {
+ public:
+  /// `threads` ≥ 1 runs items (the caller and threads − 1 workers). A worker with nothing to do
+  /// spins for `spin` [ns] (so the levels of one step hand over without a system call), then
+  /// sleeps on a futex until the next parallelFor.
+  explicit WorkerPool(int threads, Nanoseconds spin = 50'000);
+  ~WorkerPool() override;
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int concurrency() const override { return threads_; }
+  void parallelFor(int count, Task task, void* context) override;
+
+  /// parallelFor calls so far, and how many of them found a worker asleep (a futex wake).
+  std::uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  std::uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
+
+ private:
+  void work(int worker);
+  // worker w's share [begin, end) of count items among threads_
+  void share(int worker, int count, int& begin, int& end) const;
+
+  const int threads_;
+  const Nanoseconds spin_;
+  std::vector<std::thread> workers_;
+  // the published call: written by the caller before epoch_ moves, read by workers after
+  Task task_ = nullptr;
+  void* context_ = nullptr;
+  int count_ = 0;
+  alignas(64) std::atomic<std::uint32_t> epoch_{0};
+  alignas(64) std::atomic<int> remaining_{0};
+  alignas(64) std::atomic<int> sleeping_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> calls_{0}, wakes_{0};
+};
+
+}  // namespace hilsim::rt

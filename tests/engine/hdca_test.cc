@@ -1,0 +1,182 @@
+// The Hamiltonian divide-and-conquer formulation (seed 001; docs/HDCA.md): phase 1 turns momenta
+// into the velocities M⁻¹ p, phase 2 gives ṗ as the Lagrangian d/dt (M v) does, on random trees
+// of every joint type with armature, damping and springs; the result does not depend on the
+// assembly order; the (q, p) state of the Simulator follows aba's (q, v) one and keeps energy.
+// q̈ against the other formulations through the registry is in formulations_test.cc.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/algorithms/aba.h"
+#include "engine/algorithms/crba.h"
+#include "engine/algorithms/hdca.h"
+#include "engine/builder/system_generator.h"
+#include "engine/formulations/formulations.h"
+#include "engine/integrators/simulator.h"
+#include "engine/model/configuration.h"
+#include "engine/model/assembly_tree.h"
+#include "tests/support/random_model.h"
+#include "tests/support/tolerances.h"
+
+namespace hilsim {
+namespace {
+
+// Random trees: a floating one, a fixed one, and a chain as deep as it is long (the hardest for
+// the mobility form: light links carrying the rest)
+std::vector<Model> randomTrees() {
+  std::vector<Model> out;
+  for (int seed = 1; seed <= 3; ++seed) {
+    std::mt19937 rng(100 + seed);
+    test::RandomTreeOptions options;
+    options.bodies = 18;
+    options.free_flyer_root = seed == 1;
+    options.chain = seed == 3;
+    out.push_back(test::randomTree(rng, options));
+  }
+  return out;
+}
+
+TEST(Hdca, VelocitiesFromMomentaAreTheInverseOfTheMassMatrix) {
+  for (const Model& model : randomTrees()) {
+    ASSERT_EQ(checkFormulation(model, Formulation::kHdca), "");
+    std::mt19937 rng(7);
+    Data data(model), reference(model);
+    for (int k = 0; k < 5; ++k) {
+      const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+      const Eigen::VectorXd v = test::randomVector(model.nv, rng);
+      const Eigen::VectorXd p = crba(model, reference, q) * v;
+      Eigen::VectorXd v_hdca(model.nv), p_hdca(model.nv);
+      hdcaAssemble(model, data, q);
+      hdcaVelocities(model, data, p, v_hdca);
+      EXPECT_LE((v_hdca - v).lpNorm<Eigen::Infinity>(),
+                test::kFormulationRelTol * v.lpNorm<Eigen::Infinity>())
+          << model.name;
+      // and p = M v by its own sweep (the conversion at the boundary)
+      hdcaMomenta(model, data, q, v, p_hdca);
+      EXPECT_LE((p_hdca - p).lpNorm<Eigen::Infinity>(),
+                test::kAlgebraTol * std::max(1.0, p.lpNorm<Eigen::Infinity>()))
+          << model.name;
+    }
+  }
+}
+
+// ṗ = d/dt (M v) = M q̈ + Ṁ v along the motion, q̈ from aba, Ṁ v by central differences of crba's
+// M along q ⊕ ±ε v with Richardson's extrapolation (error O(ε⁴) ≈ 1e-12 at ε = 1e-3, round-off
+// 1e-16 |M| / ε ≈ 1e-13 relative): the tolerance is 1e-9 of |ṗ|
+TEST(Hdca, MomentumRatesAreTheLagrangianRateOfMomentum) {
+  for (const Model& model : randomTrees()) {
+    std::mt19937 rng(11);
+    Data data(model), reference(model);
+    for (int k = 0; k < 3; ++k) {
+      const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+      const Eigen::VectorXd v = test::randomVector(model.nv, rng);
+      const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
+      const Eigen::VectorXd qdd = aba(model, reference, q, v, tau);
+      const auto mass_rate = [&](double eps) {
+        Eigen::VectorXd q_plus(model.nq), q_minus(model.nq);
+        integrateConfiguration(model, q, v, eps, q_plus);
+        integrateConfiguration(model, q, v, -eps, q_minus);
+        const Eigen::MatrixXd M_plus = crba(model, reference, q_plus);
+        const Eigen::MatrixXd M_minus = crba(model, reference, q_minus);
+        return Eigen::MatrixXd((M_plus - M_minus) / (2.0 * eps));
+      };
+      const double eps = 1e-3;
+      const Eigen::MatrixXd M_dot = (4.0 * mass_rate(eps / 2) - mass_rate(eps)) / 3.0;
+      const Eigen::VectorXd expected = crba(model, reference, q) * qdd + M_dot * v;
+
+      Eigen::VectorXd p(model.nv), v_out(model.nv), p_dot(model.nv);
+      hdcaMomenta(model, data, q, v, p);
+      hdcaMomentumRates(model, data, q, p, tau, v_out, p_dot);
+      EXPECT_LE((v_out - v).lpNorm<Eigen::Infinity>(),
+                test::kFormulationRelTol * v.lpNorm<Eigen::Infinity>());
+      EXPECT_LE((p_dot - expected).lpNorm<Eigen::Infinity>(),
+                1e-9 * expected.lpNorm<Eigen::Infinity>())
+          << model.name << "\n" << p_dot.transpose() << "\n" << expected.transpose();
+    }
+  }
+}
+
+TEST(Hdca, AssemblyOrderLeavesTheResultUnchanged) {
+  for (const Model& model : randomTrees()) {
+    std::mt19937 rng(3);
+    const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+    const Eigen::VectorXd v = test::randomVector(model.nv, rng);
+    const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
+    Data balanced(model);
+    const Eigen::VectorXd qdd = hdcaForwardDynamics(model, balanced, q, v, tau);
+    for (const auto& [order, seed] : {std::pair{AssemblyOrder::kSequential, 0},
+                                      std::pair{AssemblyOrder::kRandom, 1},
+                                      std::pair{AssemblyOrder::kRandom, 2}}) {
+      Data other(model);
+      other.hdca.tree = buildAssemblyTree(model, order, seed);
+      ASSERT_EQ(other.hdca.tree.nodes.size(), balanced.hdca.tree.nodes.size());
+      const Eigen::VectorXd other_qdd = hdcaForwardDynamics(model, other, q, v, tau);
+      EXPECT_LE((other_qdd - qdd).lpNorm<Eigen::Infinity>(),
+                test::kFormulationRelTol * qdd.lpNorm<Eigen::Infinity>())
+          << model.name << " order " << static_cast<int>(order) << " seed " << seed;
+    }
+  }
+}
+
+TEST(Hdca, AssemblyTreeOfAChainHasLogarithmicLevels) {
+  SystemSpec spec;
+  spec.bodies = 1024;
+  const Model chain = generateSystem(spec, "chain");
+  const AssemblyTree tree = buildAssemblyTree(chain);
+  // one path of 1024 bodies: the leaves, then ⌈log₂ 1024⌉ = 10 levels of compounds
+  EXPECT_EQ(tree.upLevels(), 11);
+  EXPECT_EQ(tree.nodes.size(), 2u * 1024 - 1);
+  EXPECT_EQ(buildAssemblyTree(chain, AssemblyOrder::kSequential).upLevels(), 1024);
+  spec.shape = GeneratedShape::kTree;
+  const Model binary = generateSystem(spec, "binary");
+  // paths nest: a path per light child, each short
+  EXPECT_LE(buildAssemblyTree(binary).upLevels(), 60);
+}
+
+// The Simulator's RK4 on (q, p) against aba's RK4 on (q, v): the same fourth-order method on two
+// coordinate sets, each within O(h⁴) of the exact motion, so their difference after 0.5 s falls
+// 16-fold when h halves (at least 10-fold is asserted: the next order's share at these steps);
+// a conservative tree keeps its energy to the method's error
+TEST(Hdca, MomentumStateFollowsTheVelocityStateAndKeepsEnergy) {
+  std::mt19937 rng(5);
+  test::RandomTreeOptions options;
+  options.bodies = 8;
+  options.damping_and_armature = false;
+  const auto model = std::make_shared<Model>(test::randomTree(rng, options));
+  const Eigen::VectorXd q0 = test::randomConfiguration(*model, rng);
+  const Eigen::VectorXd v0 = test::randomVector(model->nv, rng, 0.5);
+  const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model->nv);
+  double difference[2] = {0.0, 0.0};
+  for (int k = 0; k < 2; ++k) {
+    const double h = k == 0 ? 2e-3 : 1e-3;
+    Simulator hamiltonian(model, Formulation::kHdca, Integrator::kRk4, h);
+    Simulator lagrangian(model, Formulation::kAba, Integrator::kRk4, h);
+    ASSERT_TRUE(hamiltonian.momentumState());
+    hamiltonian.setState(q0, v0);
+    lagrangian.setState(q0, v0);
+    const double energy0 = hamiltonian.energy();
+    for (int step = 0; step < static_cast<int>(std::lround(0.5 / h)); ++step) {
+      hamiltonian.step(tau);
+      lagrangian.step(tau);
+    }
+    // the same quaternion sign on both: they start equal and move continuously
+    difference[k] = std::max((hamiltonian.v() - lagrangian.v()).lpNorm<Eigen::Infinity>(),
+                             (hamiltonian.q() - lagrangian.q()).lpNorm<Eigen::Infinity>());
+    EXPECT_LE(std::abs(hamiltonian.energy() - energy0), 1e-6 * std::abs(energy0));
+  }
+  EXPECT_LE(difference[1], 1e-6);
+  EXPECT_LE(difference[1], difference[0] / 10.0) << difference[0] << " " << difference[1];
+}
+
+TEST(Hdca, RefusesBodiesOfSingularInertiaWithTheReason) {
+  SystemSpec spec;
+  spec.bodies = 3;
+  Model model = generateSystem(spec, "rods");
+  model.singular_inertia[2] = 1;  // as a point mass would be flagged
+  const std::string why = checkFormulation(model, Formulation::kHdca);
+  EXPECT_NE(why.find("singular"), std::string::npos) << why;
+  EXPECT_NE(why.find("'aba'"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace hilsim

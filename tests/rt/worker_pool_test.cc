@@ -1,0 +1,88 @@
+// The worker pool the parallel formulations run on (rt/worker_pool.h): every item once, on every
+// thread count; hdca's steps bit for bit the same on 1, 2 and 4 threads; no allocation in a
+// parallel step. Under ThreadSanitizer in CI (label rt).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "engine/builder/system_generator.h"
+#include "engine/integrators/simulator.h"
+#include "rt/worker_pool.h"
+#include "tests/support/allocation_hooks.h"
+
+namespace hilsim::rt {
+namespace {
+
+TEST(WorkerPool, RunsEveryItemOnceForEveryCount) {
+  for (int threads : {1, 2, 3, 4}) {
+    WorkerPool pool(threads);
+    EXPECT_EQ(pool.concurrency(), threads);
+    for (int count : {0, 1, 2, 3, 7, 64, 1000}) {
+      std::vector<std::atomic<int>> seen(count);
+      auto body = [&](int begin, int end) {
+        for (int k = begin; k < end; ++k) seen[k].fetch_add(1, std::memory_order_relaxed);
+      };
+      for (int round = 0; round < 20; ++round) parallelFor(&pool, count, body);
+      for (int k = 0; k < count; ++k) ASSERT_EQ(seen[k].load(), 20) << threads << " " << count;
+    }
+  }
+}
+
+TEST(WorkerPool, SleepingWorkersAreWokenForTheNextCall) {
+  WorkerPool pool(2, /*spin=*/0);  // workers sleep at once
+  std::atomic<int> sum{0};
+  auto body = [&](int begin, int end) { sum.fetch_add(end - begin); };
+  for (int round = 0; round < 50; ++round) parallelFor(&pool, 10, body);
+  EXPECT_EQ(sum.load(), 500);
+  EXPECT_EQ(pool.calls(), 50u);
+}
+
+// A 255-body binary tree and a 200-body chain under hdca's RK4 (q, p): the same q and v, bit for
+// bit, on 1, 2 and 4 threads
+TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
+  for (GeneratedShape shape : {GeneratedShape::kTree, GeneratedShape::kChain}) {
+    SystemSpec spec;
+    spec.shape = shape;
+    spec.bodies = shape == GeneratedShape::kTree ? 255 : 200;
+    const auto model = std::make_shared<Model>(generateSystem(spec, "generated"));
+    std::vector<Eigen::VectorXd> q, v;
+    for (int threads : {1, 2, 4}) {
+      WorkerPool pool(threads);
+      Simulator sim(model, Formulation::kHdca, Integrator::kRk4, 1e-3);
+      sim.setExecutor(&pool);
+      ASSERT_TRUE(sim.momentumState());
+      const Eigen::VectorXd tau = Eigen::VectorXd::Constant(model->nv, 0.1);
+      for (int k = 0; k < 20; ++k) sim.step(tau);
+      q.push_back(sim.q());
+      v.push_back(sim.v());
+    }
+    for (std::size_t k = 1; k < q.size(); ++k) {
+      EXPECT_TRUE(q[k] == q[0]) << generatedShapeName(shape) << " threads #" << k;
+      EXPECT_TRUE(v[k] == v[0]) << generatedShapeName(shape) << " threads #" << k;
+    }
+    EXPECT_GT(v[0].norm(), 0.0);
+  }
+}
+
+TEST(WorkerPool, ParallelHdcaStepsAllocateNothing) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocation hooks are off in this build";
+  SystemSpec spec;
+  spec.shape = GeneratedShape::kTree;
+  spec.bodies = 63;
+  const auto model = std::make_shared<Model>(generateSystem(spec, "tree"));
+  WorkerPool pool(2);
+  Simulator sim(model, Formulation::kHdca, Integrator::kRk4, 1e-3);
+  sim.setExecutor(&pool);
+  const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model->nv);
+  sim.step(tau);
+  test::HeapCountingScope count;
+  for (int k = 0; k < 2000; ++k) sim.step(tau);
+  const test::HeapCounts counted = count.stop();
+  EXPECT_EQ(counted.allocations, 0);
+  EXPECT_EQ(counted.deallocations, 0);
+}
+
+}  // namespace
+}  // namespace hilsim::rt
