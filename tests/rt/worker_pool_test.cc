@@ -39,13 +39,13 @@ TEST(WorkerPool, SleepingWorkersAreWokenForTheNextCall) {
   EXPECT_EQ(pool.calls(), 50u);
 }
 
-// A 255-body binary tree and a 200-body chain under hdca's RK4 (q, p): the same q and v, bit for
-// bit, on 1, 2 and 4 threads
+// A 127-body binary tree and a 64-body chain under hdca's RK4 (q, p), levels of 8 and more nodes
+// on the workers: the same q and v, bit for bit, on 1, 2 and 4 threads
 TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
   for (GeneratedShape shape : {GeneratedShape::kTree, GeneratedShape::kChain}) {
     SystemSpec spec;
     spec.shape = shape;
-    spec.bodies = shape == GeneratedShape::kTree ? 255 : 200;
+    spec.bodies = shape == GeneratedShape::kTree ? 127 : 64;
     const auto model = std::make_shared<Model>(generateSystem(spec, "generated"));
     std::vector<Eigen::VectorXd> q, v;
     for (int threads : {1, 2, 4}) {
@@ -54,7 +54,7 @@ TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
       sim.setExecutor(&pool);
       ASSERT_TRUE(sim.momentumState());
       const Eigen::VectorXd tau = Eigen::VectorXd::Constant(model->nv, 0.1);
-      for (int k = 0; k < 20; ++k) sim.step(tau);
+      for (int k = 0; k < 10; ++k) sim.step(tau);
       q.push_back(sim.q());
       v.push_back(sim.v());
     }
@@ -70,7 +70,7 @@ TEST(WorkerPool, ParallelHdcaStepsAllocateNothing) {
   if (!test::kAllocationHooks) GTEST_SKIP() << "allocation hooks are off in this build";
   SystemSpec spec;
   spec.shape = GeneratedShape::kTree;
-  spec.bodies = 63;
+  spec.bodies = 31;
   const auto model = std::make_shared<Model>(generateSystem(spec, "tree"));
   WorkerPool pool(2);
   Simulator sim(model, Formulation::kHdca, Integrator::kRk4, 1e-3);
@@ -78,7 +78,7 @@ TEST(WorkerPool, ParallelHdcaStepsAllocateNothing) {
   const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model->nv);
   sim.step(tau);
   test::HeapCountingScope count;
-  for (int k = 0; k < 2000; ++k) sim.step(tau);
+  for (int k = 0; k < 1000; ++k) sim.step(tau);
   const test::HeapCounts counted = count.stop();
   EXPECT_EQ(counted.allocations, 0);
   EXPECT_EQ(counted.deallocations, 0);
