@@ -220,6 +220,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   e.set_substeps(pick(request.substeps(), defaults.substeps(), 1u));
   e.set_formulation(pick(request.formulation(), defaults.formulation(), v1::FORMULATION_ABA));
   e.set_integrator(pick(request.integrator(), defaults.integrator(), v1::INTEGRATOR_RK4));
+  e.set_threads(pick(request.threads(), defaults.threads(), 1u));
 
   v1::WatchdogConfig* watchdog = e.mutable_watchdog();
   watchdog->set_policy(pick(request.watchdog().policy(), defaults.watchdog().policy(),
@@ -300,6 +301,16 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
     return "config.formulation: " + v1::Formulation_Name(e.formulation()) +
            " is not a formulation of this server (it runs " + formulationNames() + ")";
   }
+  if (e.threads() < 1 || e.threads() > 64) {
+    return "config.threads = " + std::to_string(e.threads()) + ": allowed 1 … 64";
+  }
+  if (const auto formulation = parseFormulation(
+          proto_names::engineName(v1::Formulation_descriptor(), e.formulation(), "FORMULATION_"));
+      e.threads() > 1 && !formulationInfo(*formulation).capabilities.parallel) {
+    return "config.threads = " + std::to_string(e.threads()) + ": formulation '" +
+           std::string(formulationName(*formulation)) + "' runs on one thread (parallel: " +
+           "hdca)";
+  }
   if (!v1::Integrator_IsValid(e.integrator())) return "config.integrator: unknown value";
   if (!parseIntegrator(
           proto_names::engineName(v1::Integrator_descriptor(), e.integrator(), "INTEGRATOR_"))) {
@@ -377,6 +388,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   }
   c.control_rate = rate;
   c.substeps = static_cast<int>(e.substeps());
+  c.threads = static_cast<int>(e.threads());
   c.formulation = *parseFormulation(
       proto_names::engineName(v1::Formulation_descriptor(), e.formulation(), "FORMULATION_"));
   c.integrator = *parseIntegrator(

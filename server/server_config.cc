@@ -630,11 +630,11 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   const std::initializer_list<std::string_view> defaults_keys = {
       "mode",     "control_rate_hz", "substeps", "formulation", "integrator",
       "watchdog", "overrun",         "thread",   "max_speed",   "command_capacity",
-      "idle_timeout_s"};
+      "idle_timeout_s", "threads"};
   const std::initializer_list<std::string_view> session_keys = {
       "mode",    "control_rate_hz", "substeps",  "formulation",      "integrator", "watchdog",
       "overrun", "thread",          "max_speed", "command_capacity", "initial_q",  "initial_v",
-      "idle_timeout_s"};
+      "idle_timeout_s", "threads"};
   const Mapping m(*this, item, per_session ? session_keys : defaults_keys);
 
   if (auto v = m.get("mode"))
@@ -644,6 +644,7 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   }
   if (auto v = m.get("substeps"))
     out.set_substeps(static_cast<std::uint32_t>(integer(*v, 1, kMaxSubsteps)));
+  if (auto v = m.get("threads")) out.set_threads(static_cast<std::uint32_t>(integer(*v, 1, 64)));
   if (auto v = m.get("formulation")) {
     out.set_formulation(enumeration<v1::Formulation>(*v, v1::Formulation_descriptor()));
   }

@@ -330,6 +330,9 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
                       "Physics steps per control cycle, 1 to 1000 "
                       "(default: the server's)");
   command->add_option("-s,--solver", create.solver, solver_help);
+  command->add_option("-j,--threads", create.threads,
+                      "Threads per evaluation of a parallel solver (hdca), 1 to 64 (default: the "
+                      "server's, 1)");
   command->add_option("-I,--integrator", create.integrator, "rk4, euler or imex_euler");
   command->add_option("--watchdog", create.watchdog, "hold, zero, damping or fault");
   command->add_flag("--start", create.start, "Start the session at once");

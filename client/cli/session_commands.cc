@@ -340,6 +340,10 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
     }
     c.set_substeps(static_cast<std::uint32_t>(o.substeps));
   }
+  if (o.threads != 0) {
+    if (o.threads < 1 || o.threads > 64) throw CliError("--threads must be within 1 to 64", kExitUsage);
+    c.set_threads(static_cast<std::uint32_t>(o.threads));
+  }
   if (!o.solver.empty()) {
     // the engine's names (the registry), carried by the proto value of the same name
     const std::optional<int> value =

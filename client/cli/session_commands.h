@@ -35,6 +35,7 @@ struct CreateOptions {
   std::string mode = "realtime";    ///< realtime, lockstep or free
   double rate = 0.0;                ///< control rate [Hz]; 0: the server's default
   int substeps = 0;                 ///< physics steps per cycle; 0: the server's default
+  int threads = 0;                  ///< threads of a parallel solver (hdca); 0: the server's default
   std::string solver;               ///< a formulation name (formulations()); empty: the server's default
   std::string integrator;           ///< rk4 or euler; empty: the server's default
   std::string watchdog;             ///< hold, zero, damping or fault; empty: the server's default

@@ -843,6 +843,30 @@ TEST_F(CliTest, ASolverThatCannotRunAModelIsRefusedWithTheReason) {
   if (refused == 0) GTEST_SKIP() << "every formulation runs every bundled model";
 }
 
+TEST_F(CliTest, SimulateRunsHdcaOnThreadsWithTheSameResult) {
+  // a generated 64-link chain: hdca's RK4 on (q, p), one run on one thread and one on two
+  writeFile(path("chain.yaml"), "generate: {shape: chain, bodies: 64}\n");
+  std::string final_state[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string threads = k == 0 ? "1" : "2";
+    const RunResult r = runInProcess({"simulate", "--model", path("chain.yaml").string(),
+                                      "--solver", "hdca", "--threads", threads, "--duration",
+                                      "0.02", "--output", path("out" + threads + ".csv").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    if (k == 1) EXPECT_NE(r.out.find("solver           hdca (2 threads)"), std::string::npos) << r.out;
+    final_state[k] = readFile(path("out" + threads + ".csv"));
+  }
+  EXPECT_EQ(final_state[0], final_state[1]);  // the trajectories, bit for bit
+  const RunResult refused = runInProcess({"simulate", "--model", path("chain.yaml").string(),
+                                          "--solver", "aba", "--threads", "2"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("formulation 'aba' runs on one thread"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(runInProcess({"simulate", "--model", path("chain.yaml").string(), "--threads", "0"})
+                .code,
+            2);
+}
+
 TEST_F(CliTest, SimulateRunsAHundredThousandBodySystemWithRtmm) {
   // the large system: a generated rope of 10⁵ links (docs/RICCATI.md), two RK4 steps
   writeFile(path("rope.yaml"),

@@ -65,6 +65,28 @@ TEST_F(ConversionsTest, EveryFormulationValueReachesTheEngineUnchanged) {
   EXPECT_NE(resolve(97, 0).find("config.formulation"), std::string::npos);
 }
 
+TEST_F(ConversionsTest, ThreadsReachTheSessionForAParallelFormulationOnly) {
+  v1::SessionConfig request;
+  request.set_formulation(v1::FORMULATION_HDCA);
+  request.set_threads(2);
+  ASSERT_EQ(resolveSessionConfig(request, server_, model_, 1, &config_, &effective_), "");
+  EXPECT_EQ(config_.threads, 2);
+  EXPECT_EQ(effective_.threads(), 2u);
+  request.set_threads(0);  // the default
+  ASSERT_EQ(resolveSessionConfig(request, server_, model_, 1, &config_, &effective_), "");
+  EXPECT_EQ(config_.threads, 1);
+  EXPECT_EQ(effective_.threads(), 1u);
+  request.set_threads(65);
+  EXPECT_NE(resolveSessionConfig(request, server_, model_, 1, &config_, &effective_)
+                .find("config.threads = 65: allowed 1 … 64"),
+            std::string::npos);
+  request.set_formulation(v1::FORMULATION_ABA);
+  request.set_threads(2);
+  EXPECT_NE(resolveSessionConfig(request, server_, model_, 1, &config_, &effective_)
+                .find("formulation 'aba' runs on one thread"),
+            std::string::npos);
+}
+
 TEST_F(ConversionsTest, EveryIntegratorValueReachesTheEngineUnchanged) {
   const auto* descriptor = v1::Integrator_descriptor();
   for (int k = 0; k < descriptor->value_count(); ++k) {
