@@ -29,17 +29,31 @@ void motionAboutOrigin(const Vector3& o, Columns&& columns) {
   for (int c = 0; c < columns.cols(); ++c)
     columns.col(c).template tail<3>() += o.cross(Vector3(columns.col(c).template head<3>()));
 }
-template <typename Columns>
-void forceAboutOrigin(const Vector3& o, Columns&& columns) {
-  for (int c = 0; c < columns.cols(); ++c)
-    columns.col(c).template head<3>() += o.cross(Vector3(columns.col(c).template tail<3>()));
+
+// The paper's shift S₁₂ (14) for l = r₂ − r₁: a force at r₂ taken about r₁, S₁₂ F = [n + l × f; f]
+// (angular part first), and its transpose on a motion at r₁ taken about r₂, [ω; v + ω × l]
+Vector6 shiftForce(const Vector3& l, const Vector6& F) {
+  Vector6 out = F;
+  out.head<3>() += l.cross(Vector3(F.tail<3>()));
+  return out;
+}
+Vector6 shiftMotion(const Vector3& l, const Vector6& V) {
+  Vector6 out = V;
+  out.tail<3>() += Vector3(V.head<3>()).cross(l);
+  return out;
+}
+// S₁₂ as a matrix, [[1, l̃], [0, 1]]
+Matrix6 shiftMatrix(const Vector3& l) {
+  Matrix6 S = Matrix6::Identity();
+  S.topRightCorner<3, 3>() = skew(l);
+  return S;
 }
 
 // Joint i's bases at the kinematics in Data: its motion subspace H, written about the child
-// frame's origin o where it is orthonormal (H₀ᵀ H₀ = 1), and the constraint directions D₀ that
-// complete it to an orthonormal basis there (seed 001 (10)–(11): "ones and zeros" in the joint's
-// frame); both then taken about W's origin, H as motion, D₀ and H₀ as forces (H*), so that
-// Dᵀ H = 0 and H*ᵀ H = 1 still hold.
+// frame's origin o (the joint's point, the handles' of both sides) where it is orthonormal
+// (Hᵀ H = 1), and the constraint directions D that complete it to an orthonormal basis there
+// (seed 001 (10)–(11): "ones and zeros" in the joint's frame, here in W's axes); H about W's
+// origin as well, for phase 2.
 void jointBases(const Model& model, Data& data, int i) {
   Data::Hdca& h = data.hdca;
   const Matrix3& R = data.X_WB[i].rotation;
@@ -90,23 +104,20 @@ void jointBases(const Model& model, Data& data, int i) {
     }
   }
   auto motion = h.motion[i].leftCols(nv);
-  auto dual = h.force_dual[i].leftCols(nv);
   motion = H0;
   motionAboutOrigin(o, motion);
-  dual = H0;
-  forceAboutOrigin(o, dual);
-  // the impulses the joint carries: along D freely, along H* of a dof with armature a the rotor's
+  h.local[i].leftCols(nv) = H0;
+  // the impulses the joint carries: along D freely, along H of a dof with armature a the rotor's
   // −a v (docs/HDCA.md, "Armature")
   Matrix6& basis = h.impulse_basis[i];
   basis.setZero();  // impulseFactor reads all six columns
   basis.leftCols(6 - nv) = D0;
-  forceAboutOrigin(o, basis.leftCols(6 - nv));
   int k = 6 - nv;
   h.compliance[i].setZero();
   for (int c = 0; c < nv; ++c) {
     const double armature = model.armature[model.idx_v[i] + c];
     if (armature <= 0.0) continue;
-    basis.col(k) = dual.col(c);
+    basis.col(k) = H0.col(c);
     h.compliance[i][k] = 1.0 / armature;
     ++k;
   }
@@ -177,6 +188,19 @@ void dotColumns(const Matrix6& columns, const Vector6& y, int n, double* x) {
   for (int c = 0; c < n; ++c) x[c] = columns.col(c).dot(y);
 }
 
+// r₂ − r₁ of body i's leaf: from its origin (handle 1, its own joint's point) to its heavy child's
+// (handle 2, the joint to the next body of its path); zero at a path's end
+Vector3 handleOffset(const Data& data, int i) {
+  const int heavy = data.hdca.tree.heavy_child[i];
+  return heavy > 0 ? Vector3(data.X_WB[heavy].translation - data.X_WB[i].translation)
+                   : Vector3::Zero();
+}
+
+// r_b − r_a of two bodies' origins
+Vector3 offset(const Data& data, int a, int b) {
+  return data.X_WB[b].translation - data.X_WB[a].translation;
+}
+
 bool isPathRoot(const AssemblyTree& tree, int node) {
   return tree.path_root[tree.path_top[node]] == node;
 }
@@ -228,27 +252,35 @@ void bodyTerms(const Model& model, Data& data) {
 // Phase 1's matrices up the tree: leaves (the body's mobility Φ with the paths hanging off it
 // absorbed), compounds (seed 001 (34)–(36)), and at each path's root the factor of its top
 // joint's gain
-void assembleMatrices(Data& data) {
+void assembleMatrices(const Model& model, Data& data) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   auto node_step = [&](int n) {
     const AssemblyTree::Node& node = tree.nodes[n];
     if (node.left < 0) {
       const int i = node.body;
-      // A = I − Σ W over the paths hanging off body i: their impulse on it is −W (ξ₁₀ − V)
-      Matrix6 A = h.inertia[i];
+      // about the body's origin r₁ (seed 001 (9)): A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ over the paths hanging
+      // off it, whose impulse on it is −W (ξ₁₀ − V) at their top joint's point rⱼ
+      const Matrix3& R = data.X_WB[i].rotation;
+      const Inertia& body = model.inertias[i];
+      Matrix6 A;
+      Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
       for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
-        const Matrix6& Z = h.path_factor[tree.light[k]];
+        const int c = tree.light[k];
+        Matrix6 Z = h.path_factor[c];
+        const Vector3 l = offset(data, i, c);
+        for (int col = 0; col < 6; ++col) Z.col(col) = shiftForce(l, Z.col(col));
         A.noalias() += Z * Z.transpose();
       }
-      // Φ = A⁻¹ = L⁻ᵀ L⁻¹
+      // Φ = A⁻¹ = L⁻ᵀ L⁻¹; ξ₁₁ = Φ, ξ₁₂ = Φ S₁₂, ξ₂₂ = S₁₂ᵀ Φ S₁₂ (§3.1)
       Matrix6 L, L_inv_t = Matrix6::Identity();
       cholesky6(A, L);
       solveTransposedFactor(L, L_inv_t);
       h.mobility[i].noalias() = L_inv_t * L_inv_t.transpose();
+      const Matrix6 S12 = shiftMatrix(handleOffset(data, i));
       h.xi11[n] = h.mobility[i];
-      h.xi12[n] = h.mobility[i];
-      h.xi22[n] = h.mobility[i];
+      h.xi12[n].noalias() = h.mobility[i] * S12;
+      h.xi22[n].noalias() = S12.transpose() * h.xi12[n];
     } else {
       const int L = node.left, R = node.right;
       const Matrix6 psi = h.xi11[R] + h.xi22[L];
@@ -286,24 +318,29 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       // b: the momenta its own joint brings in, minus those its children's joints carry out and
       // the impulses the paths hanging off it take, −W ξ₁₀ (seed 001 §3.1, with P̄₂ = −P̄₁ of the
       // child: the note's minus sign)
+      // (every term about the body's origin r₁: a child joint's through its shift S₁ⱼ)
       Vector6& b = h.momentum_bias[i];
-      const int nv = model.nv_joint[i];
       b.setZero();
-      addColumns(h.force_dual[i], p.data() + model.idx_v[i], nv, b);
+      addColumns(h.local[i], p.data() + model.idx_v[i], model.nv_joint[i], b);
       const int heavy = tree.heavy_child[i];
-      if (heavy > 0)
-        addColumns<true>(h.force_dual[heavy], p.data() + model.idx_v[heavy],
-                         model.nv_joint[heavy], b);
+      const Vector3 l12 = handleOffset(data, i);
+      if (heavy > 0) {
+        Vector6 out = Vector6::Zero();
+        addColumns(h.local[heavy], p.data() + model.idx_v[heavy], model.nv_joint[heavy], out);
+        b -= shiftForce(l12, out);
+      }
       if constexpr (kLoads) h.load[n] = h.weight[i];
       for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
         const int c = tree.light[k], root = tree.path_root[c];
-        addColumns<true>(h.force_dual[c], p.data() + model.idx_v[c], model.nv_joint[c], b);
+        Vector6 out = Vector6::Zero();
+        addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
         const Matrix6& Z = h.path_factor[c];  // −W ξ₁₀ = Z Zᵀ ξ₁₀
-        b.noalias() += Z * (Z.transpose() * h.xi10[root]);
+        out.noalias() -= Z * (Z.transpose() * h.xi10[root]);
+        b -= shiftForce(offset(data, i, c), out);
         if constexpr (kLoads) h.load[n] += h.load[root];
       }
       h.xi10[n].noalias() = h.mobility[i] * b;
-      h.xi20[n] = h.xi10[n];
+      h.xi20[n] = shiftMotion(l12, h.xi10[n]);
     } else {
       const int L = node.left, R = node.right;
       const Matrix6& Z = h.gain_factor[n];
@@ -323,7 +360,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       // the top joint on its parent body (or the world): (43) with the parent's velocity
       const int top = tree.path_top[n], parent = model.parent[top];
       Vector6 jump = h.xi10[n];
-      if (parent > 0) jump -= h.velocity[parent];
+      if (parent > 0) jump -= shiftMotion(offset(data, parent, top), h.velocity[parent]);
       const Matrix6& Z = h.path_factor[top];
       h.T1[n].noalias() = -Z * (Z.transpose() * jump);
       h.T2[n].setZero();  // a path ends in a free tip
@@ -346,8 +383,10 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       }
     } else {
       const int i = node.body;
-      // (15): V = Φ (T₁ + T₂ + b)
-      h.velocity[i].noalias() = h.mobility[i] * (h.T1[n] + h.T2[n] + h.momentum_bias[i]);
+      // (15): V₁ = Φ (T₁ + S₁₂ T₂ + b), about the body's origin
+      h.velocity[i].noalias() =
+          h.mobility[i] * (h.T1[n] + shiftForce(handleOffset(data, i), h.T2[n]) +
+                           h.momentum_bias[i]);
       h.inboard_impulse[i] = h.T1[n];
       if constexpr (kLoads) h.subtree_load[i] = h.load[n] + h.beyond[n];
     }
@@ -355,36 +394,32 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
   overLevels(data, tree.down, tree.down_begin, down_step);
 }
 
-// The velocity of body i's parent (zero for the world)
-Vector6 parentVelocity(const Model& model, const Data::Hdca& h, int i) {
-  const int parent = model.parent[i];
-  return parent > 0 ? h.velocity[parent] : Vector6::Zero();
-}
-
-// (23): v = H*ᵀ (V − V_parent) of the bodies' velocities phase 1 left
+// (23): v = Hᵀ (V₁ᴮ − V₂ᴬ) of the bodies' velocities phase 1 left, both sides at the joint's point
 void jointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd> v) {
   const Data::Hdca& h = data.hdca;
   auto range = [&](int b, int e) {
     for (int i = b + 1; i < e + 1; ++i) {
-      dotColumns(h.force_dual[i], h.velocity[i] - parentVelocity(model, h, i), model.nv_joint[i],
-                 v.data() + model.idx_v[i]);
+      const int parent = model.parent[i];
+      Vector6 jump = h.velocity[i];
+      if (parent > 0) jump -= shiftMotion(offset(data, parent, i), h.velocity[parent]);
+      dotColumns(h.local[i], jump, model.nv_joint[i], v.data() + model.idx_v[i]);
     }
   };
   forItems(data, model.nbodies - 1, range);
 }
 
-// The bodies' velocities V of joint velocities v (into h.velocity, replacing phase 1's) and each
+// The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
 // subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly
 void subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v) {
   Data::Hdca& h = data.hdca;
   for (int i = 1; i < model.nbodies; ++i) {
     const int nv = model.nv_joint[i], parent = model.parent[i];
     if (parent > 0)
-      h.velocity[i] = h.velocity[parent];
+      h.velocity_W[i] = h.velocity_W[parent];
     else
-      h.velocity[i].setZero();
-    addColumns(h.motion[i], v.data() + model.idx_v[i], nv, h.velocity[i]);
-    h.momentum[i].noalias() = h.inertia[i] * h.velocity[i];
+      h.velocity_W[i].setZero();
+    addColumns(h.motion[i], v.data() + model.idx_v[i], nv, h.velocity_W[i]);
+    h.momentum[i].noalias() = h.inertia[i] * h.velocity_W[i];
   }
   for (int i = model.nbodies - 1; i >= 1; --i)
     if (model.parent[i] > 0) h.momentum[model.parent[i]] += h.momentum[i];
@@ -429,7 +464,7 @@ void hdcaAssembleAtKinematics(const Model& model, Data& data) {
   assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
   assert(!model.has_flexible_bodies);
   bodyTerms(model, data);
-  assembleMatrices(data);
+  assembleMatrices(model, data);
 }
 
 void hdcaAssemble(const Model& model, Data& data, const Eigen::VectorXd& q) {
@@ -456,8 +491,8 @@ void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
       // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H with V the body each column
       // is fixed in (the child; the parent for a translation column of a free or planar joint,
       // whose direction the parent carries)
-      const MotionVector& V = h.velocity[i];
-      const MotionVector V_parent = parent > 0 ? h.velocity[parent] : MotionVector::Zero();
+      const MotionVector& V = h.velocity_W[i];
+      const MotionVector V_parent = parent > 0 ? h.velocity_W[parent] : MotionVector::Zero();
       for (int c = 0; c < nv; ++c) {
         const auto s = h.motion[i].col(c);
         const bool translation = s.head<3>().isZero(0.0);

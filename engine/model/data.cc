@@ -55,12 +55,12 @@ Data::Data(const Model& model, DataWorkspace reserved)
   if (holds(reserved, DataWorkspace::kDivideAndConquer)) {
     hdca.tree = buildAssemblyTree(model);
     const std::size_t nb = model.nbodies, nn = hdca.tree.nodes.size();
-    for (auto* per_body : {&hdca.motion, &hdca.force_dual, &hdca.impulse_basis, &hdca.inertia,
+    for (auto* per_body : {&hdca.motion, &hdca.local, &hdca.impulse_basis, &hdca.inertia,
                            &hdca.mobility,
                            &hdca.path_factor})
       per_body->assign(nb, Matrix6::Zero());
     for (auto* per_body : {&hdca.compliance, &hdca.momentum_bias, &hdca.velocity,
-                           &hdca.inboard_impulse, &hdca.weight, &hdca.subtree_load,
+                           &hdca.inboard_impulse, &hdca.weight, &hdca.velocity_W, &hdca.subtree_load,
                            &hdca.momentum})
       per_body->assign(nb, Vector6::Zero());
     hdca.impulse_count.assign(nb, 0);

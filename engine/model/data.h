@@ -128,10 +128,11 @@ struct Data {
   /// origin, where the paper's shift matrices are the identity (docs/HDCA.md).
   struct Hdca {
     AssemblyTree tree;  ///< the binary assembly tree of the model (fixed)
-    // per joint i, [nbodies]: its motion subspace H (columns 0 … nv_i − 1), the dual force basis
-    // H* with Hᵀ H* = 1, and the basis B of the impulses it carries, the constraint directions D
-    // (Dᵀ H = 0) then H* of each dof with armature, whose compliance 1/armature is in `compliance`
-    std::vector<Matrix6> motion, force_dual, impulse_basis;
+    // per joint i, [nbodies]: its motion subspace H about W's origin (columns 0 … nv_i − 1) for
+    // phase 2; about the joint's point (body i's origin), where it is orthonormal, `local`; and
+    // the basis B of the impulses it carries there, the constraint directions D (Dᵀ H = 0) then H
+    // of each dof with armature, whose compliance 1/armature is in `compliance`
+    std::vector<Matrix6> motion, local, impulse_basis;
     std::vector<Vector6> compliance;
     std::vector<int> impulse_count;   ///< columns of impulse_basis
     // per body, [nbodies]
@@ -141,7 +142,8 @@ struct Data {
     /// joint's impulse count zero
     std::vector<Matrix6> path_factor;
     std::vector<Vector6> momentum_bias;  ///< b: the joint momenta the body's joints carry
-    std::vector<Vector6> velocity;    ///< V of phase 1 (spatial velocity)
+    std::vector<Vector6> velocity;    ///< V of phase 1, about the body's own origin (handle 1)
+    std::vector<Vector6> velocity_W;  ///< V about W's origin (phase 2, refinement)
     std::vector<Vector6> inboard_impulse;  ///< T₁: impulse at the body's own joint
     std::vector<Vector6> weight;      ///< gravity's wrench on the body
     std::vector<Vector6> subtree_load;     ///< applied wrench on the subtree the joint carries
