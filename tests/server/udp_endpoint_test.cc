@@ -437,7 +437,11 @@ TEST(UdpEndpoint, AFullCommandChannelDropsAndTheRestIsApplied) {
   auto ctl = rig.controller();
   const std::vector<double> tau = {0.0};
   for (int k = 0; k < 5; ++k) ctl->send(tau);
-  ASSERT_TRUE(eventually([&] { return load(rig.udp().received) == 5; }));
+  // `received` counts a datagram on arrival, its outcome after it is handled: wait for both
+  ASSERT_TRUE(eventually([&] {
+    return load(rig.udp().received) == 5 &&
+           load(rig.udp().accepted) + load(rig.udp().dropped) == 5;
+  }));
   EXPECT_EQ(load(rig.udp().accepted), 4u);
   EXPECT_EQ(load(rig.udp().dropped), 1u);
   v1::State s;
