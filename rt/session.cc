@@ -38,10 +38,8 @@ void validate(const SessionConfig& c) {
   if (const std::string why = checkSimulatorChoice(m, c.formulation, c.integrator); !why.empty())
     fail(why);
   if (c.threads < 1 || c.threads > 64) fail("threads " + std::to_string(c.threads) + " is outside 1 to 64");
-  if (c.threads > 1 && !formulationInfo(c.formulation).capabilities.parallel) {
-    fail("threads " + std::to_string(c.threads) + ": formulation '" +
-         std::string(formulationName(c.formulation)) + "' runs on one thread (parallel: hdca)");
-  }
+  if (const std::string why = checkThreads(c.formulation, c.threads); !why.empty())
+    fail("threads " + std::to_string(c.threads) + ": " + why);
   if (c.watchdog.missed_cycles_limit < 1) fail("watchdog missed_cycles_limit must be ≥ 1");
   if (!(c.watchdog.damping_gain >= 0.0) || !std::isfinite(c.watchdog.damping_gain)) {
     fail("watchdog damping_gain must be a finite number ≥ 0");

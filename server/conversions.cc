@@ -304,12 +304,12 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   if (e.threads() < 1 || e.threads() > 64) {
     return "config.threads = " + std::to_string(e.threads()) + ": allowed 1 … 64";
   }
-  if (const auto formulation = parseFormulation(
-          proto_names::engineName(v1::Formulation_descriptor(), e.formulation(), "FORMULATION_"));
-      e.threads() > 1 && !formulationInfo(*formulation).capabilities.parallel) {
-    return "config.threads = " + std::to_string(e.threads()) + ": formulation '" +
-           std::string(formulationName(*formulation)) + "' runs on one thread (parallel: " +
-           "hdca)";
+  if (const std::string why = checkThreads(
+          *parseFormulation(proto_names::engineName(v1::Formulation_descriptor(), e.formulation(),
+                                                    "FORMULATION_")),
+          static_cast<int>(e.threads()));
+      !why.empty()) {
+    return "config.threads = " + std::to_string(e.threads()) + ": " + why;
   }
   if (!v1::Integrator_IsValid(e.integrator())) return "config.integrator: unknown value";
   if (!parseIntegrator(

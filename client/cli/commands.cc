@@ -551,12 +551,8 @@ SimulateSummary simulate(std::shared_ptr<const Model> model_ptr, const SimulateO
   // a parallel formulation's threads, created once for the run
   std::optional<rt::WorkerPool> pool;
   if (options.threads > 1) {
-    if (!formulationInfo(options.formulation).capabilities.parallel) {
-      throw CliError("--threads " + std::to_string(options.threads) + ": formulation '" +
-                         std::string(formulationName(options.formulation)) +
-                         "' runs on one thread (parallel: hdca)",
-                     2);
-    }
+    if (const std::string why = checkThreads(options.formulation, options.threads); !why.empty())
+      throw CliError("--threads " + std::to_string(options.threads) + ": " + why, 2);
     pool.emplace(options.threads);
     sim.setExecutor(&*pool);
   }

@@ -387,7 +387,6 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       h.velocity[i].noalias() =
           h.mobility[i] * (h.T1[n] + shiftForce(handleOffset(data, i), h.T2[n]) +
                            h.momentum_bias[i]);
-      h.inboard_impulse[i] = h.T1[n];
       if constexpr (kLoads) h.subtree_load[i] = h.load[n] + h.beyond[n];
     }
   };

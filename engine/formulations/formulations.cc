@@ -179,6 +179,15 @@ std::string formulationNames(std::string_view separator, std::string_view last_s
   return out;
 }
 
+std::string checkThreads(Formulation formulation, int threads) {
+  if (threads <= 1 || formulationInfo(formulation).capabilities.parallel) return {};
+  std::string parallel;
+  for (const FormulationInfo& f : kFormulations)
+    if (f.capabilities.parallel) parallel += (parallel.empty() ? "'" : ", '") + std::string(f.name) + "'";
+  return "formulation '" + std::string(formulationName(formulation)) +
+         "' runs on one thread (parallel: " + parallel + ")";
+}
+
 std::string checkFormulation(const Model& model, Formulation formulation) {
   const FormulationInfo& info = formulationInfo(formulation);
   // the formulations that have what `needed` selects, for the message

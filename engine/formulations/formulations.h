@@ -123,6 +123,10 @@ std::string formulationNames(std::string_view separator = ", ",
 /// Empty when `formulation` can run `model`; otherwise why not, naming the formulations that can.
 std::string checkFormulation(const Model& model, Formulation formulation);
 
+/// Empty when `formulation` can run on `threads` threads (≥ 1; more than one: a parallel
+/// formulation); otherwise why not, naming the formulations that can.
+std::string checkThreads(Formulation formulation, int threads);
+
 /// Forward dynamics with `formulation` (dispatched once, through its table row).
 inline const Eigen::VectorXd& forwardDynamics(Formulation formulation, const Model& model,
                                               Data& data, const Eigen::VectorXd& q,

@@ -60,7 +60,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
                            &hdca.path_factor})
       per_body->assign(nb, Matrix6::Zero());
     for (auto* per_body : {&hdca.compliance, &hdca.momentum_bias, &hdca.velocity,
-                           &hdca.inboard_impulse, &hdca.weight, &hdca.velocity_W, &hdca.subtree_load,
+                           &hdca.weight, &hdca.velocity_W, &hdca.subtree_load,
                            &hdca.momentum})
       per_body->assign(nb, Vector6::Zero());
     hdca.impulse_count.assign(nb, 0);

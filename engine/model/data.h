@@ -144,7 +144,6 @@ struct Data {
     std::vector<Vector6> momentum_bias;  ///< b: the joint momenta the body's joints carry
     std::vector<Vector6> velocity;    ///< V of phase 1, about the body's own origin (handle 1)
     std::vector<Vector6> velocity_W;  ///< V about W's origin (phase 2, refinement)
-    std::vector<Vector6> inboard_impulse;  ///< T₁: impulse at the body's own joint
     std::vector<Vector6> weight;      ///< gravity's wrench on the body
     std::vector<Vector6> subtree_load;     ///< applied wrench on the subtree the joint carries
     // per node of the tree, [nodes]: the coefficients of seed 001 (15)–(16) and (27)–(29)

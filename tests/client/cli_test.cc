@@ -853,7 +853,9 @@ TEST_F(CliTest, SimulateRunsHdcaOnThreadsWithTheSameResult) {
                                       "--solver", "hdca", "--threads", threads, "--duration",
                                       "0.02", "--output", path("out" + threads + ".csv").string()});
     ASSERT_EQ(r.code, 0) << r.err;
-    if (k == 1) EXPECT_NE(r.out.find("solver           hdca (2 threads)"), std::string::npos) << r.out;
+    if (k == 1) {
+      EXPECT_NE(r.out.find("solver           hdca (2 threads)"), std::string::npos) << r.out;
+    }
     final_state[k] = readFile(path("out" + threads + ".csv"));
   }
   EXPECT_EQ(final_state[0], final_state[1]);  // the trajectories, bit for bit
