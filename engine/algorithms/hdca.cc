@@ -476,30 +476,42 @@ void hdcaVelocities(const Model& model, Data& data, const Eigen::Ref<const Eigen
   solveRefined<false>(model, data, p, v);
 }
 
-void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
-                       const Eigen::VectorXd& p, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
-                       Eigen::VectorXd& p_dot) {
-  hdcaAssemble(model, data, q);
+void hdcaVelocitiesWithLoads(const Model& model, Data& data,
+                             const Eigen::Ref<const Eigen::VectorXd>& p,
+                             Eigen::Ref<Eigen::VectorXd> v) {
   solveRefined<true>(model, data, p, v);
-  // the bodies' velocities and subtrees' momenta P̄ of the refined v
+}
+
+namespace {
+// Ṡ of joint column s of body i, V ×ᵐ s with V the body the column is fixed in (the child; the
+// parent for a translation column of a free or planar joint, whose direction the parent carries)
+Vector6 columnRate(const Model& model, const Data::Hdca& h, int i, const Eigen::Ref<const Vector6>& s) {
+  const int parent = model.parent[i];
+  const bool translation = s.head<3>().isZero(0.0);
+  Vector6 s_dot;
+  if (translation && parent <= 0)
+    s_dot.setZero();
+  else
+    crossMotion(translation ? h.velocity_W[parent] : h.velocity_W[i], s, s_dot);
+  return s_dot;
+}
+}  // namespace
+
+void hdcaMomentumRatesAt(const Model& model, Data& data, const Eigen::VectorXd& q,
+                         const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
+                         Eigen::VectorXd& p_dot) {
+  // the bodies' velocities and subtrees' momenta P̄ of v
   subtreeMomenta(model, data, v);
   const Data::Hdca& h = data.hdca;
   auto range = [&](int b, int e) {
     for (int i = b + 1; i < e + 1; ++i) {
-      const int nv = model.nv_joint[i], iv = model.idx_v[i], parent = model.parent[i];
-      // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H with V the body each column
-      // is fixed in (the child; the parent for a translation column of a free or planar joint,
-      // whose direction the parent carries)
-      const MotionVector& V = h.velocity_W[i];
-      const MotionVector V_parent = parent > 0 ? h.velocity_W[parent] : MotionVector::Zero();
+      const int nv = model.nv_joint[i], iv = model.idx_v[i];
+      // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRate)
       for (int c = 0; c < nv; ++c) {
         const auto s = h.motion[i].col(c);
-        const bool translation = s.head<3>().isZero(0.0);
-        Vector6 s_dot;
-        crossMotion(translation ? V_parent : V, s, s_dot);
         const int d = iv + c;
         double rate = tau[d] - model.damping[d] * v[d] + s.dot(h.subtree_load[i]) +
-                      s_dot.dot(h.momentum[i]);
+                      columnRate(model, h, i, s).dot(h.momentum[i]);
         if (nv == 1 && model.stiffness[d] != 0.0)
           rate -= model.stiffness[d] * (q[model.idx_q[i]] - model.spring_reference[d]);
         p_dot[d] = rate;
@@ -507,6 +519,26 @@ void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
     }
   };
   forItems(data, model.nbodies - 1, range);
+}
+
+void hdcaImpulseRates(const Model& model, const Data& data,
+                      const std::vector<Vector6>& subtree_impulse,
+                      const std::vector<Vector6>& subtree_impulse_rate, Eigen::VectorXd& out) {
+  const Data::Hdca& h = data.hdca;
+  for (int i = 1; i < model.nbodies; ++i)
+    for (int c = 0; c < model.nv_joint[i]; ++c) {
+      const auto s = h.motion[i].col(c);
+      out[model.idx_v[i] + c] =
+          s.dot(subtree_impulse_rate[i]) + columnRate(model, h, i, s).dot(subtree_impulse[i]);
+    }
+}
+
+void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
+                       const Eigen::VectorXd& p, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
+                       Eigen::VectorXd& p_dot) {
+  hdcaAssemble(model, data, q);
+  solveRefined<true>(model, data, p, v);
+  hdcaMomentumRatesAt(model, data, q, v, tau, p_dot);
 }
 
 void hdcaMomenta(const Model& model, Data& data, const Eigen::VectorXd& q,

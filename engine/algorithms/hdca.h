@@ -10,7 +10,9 @@
 // engine. All handles of a body then share one velocity, the paper's shift matrices S₁₂ are the
 // identity, and momentum about that fixed point changes only by the applied loads: its Ṡ terms
 // vanish. Trees (any joint type, armature, joint damping and springs) of bodies with invertible
-// spatial inertia; closed loops through the constraint stage on hdcaInverseInertia.
+// spatial inertia; closed loops at velocity level by engine/algorithms/hdca_loops.h (augmented
+// momenta, seed 001 (6)–(8)), or at acceleration level through the constraint stage on
+// hdcaInverseInertia.
 #pragma once
 
 #include "engine/model/data.h"
@@ -35,6 +37,26 @@ void hdcaVelocities(const Model& model, Data& data, const Eigen::Ref<const Eigen
 void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
                        const Eigen::VectorXd& p, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
                        Eigen::VectorXd& p_dot);
+
+/// Phase 1 with the applied loads (gravity's weights) summed over the assembly tree for phase 2:
+/// v = M⁻¹ p after hdcaAssemble, then hdcaMomentumRatesAt. `p` and `v` may be the same vector.
+void hdcaVelocitiesWithLoads(const Model& model, Data& data,
+                             const Eigen::Ref<const Eigen::VectorXd>& p,
+                             Eigen::Ref<Eigen::VectorXd> v);
+
+/// Phase 2 at joint velocities v after hdcaVelocitiesWithLoads (same q): ṗ of the tree, (77).
+/// Leaves every body's spatial velocity in data.hdca.velocity_W (in W about W's origin).
+void hdcaMomentumRatesAt(const Model& model, Data& data, const Eigen::VectorXd& q,
+                         const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
+                         Eigen::VectorXd& p_dot);
+
+/// The closures' term of phase 2 (seed 001 (7): Ȧᵀσ, the cut joints' part of (77)): per dof d of
+/// body i, out_d = ṡ_dᵀ F_i + s_dᵀ Ḟ_i, for F_i the closure impulses Aᵀσ acts with on the bodies
+/// of i's subtree and Ḟ_i their rate at fixed σ, each summed over the subtree (nbodies, in W
+/// about W's origin) [N·s, N]. After hdcaMomentumRatesAt (its velocities). Allocation-free.
+void hdcaImpulseRates(const Model& model, const Data& data,
+                      const std::vector<Vector6>& subtree_impulse,
+                      const std::vector<Vector6>& subtree_impulse_rate, Eigen::VectorXd& out);
 
 /// The canonical momenta p = M(q) v (nv) of joint velocities v, by accumulating the bodies'
 /// momenta from the tips (the paper's initial conditions, §5). Leaves Data's kinematics at

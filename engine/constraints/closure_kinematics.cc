@@ -2,9 +2,13 @@
 
 #include <cassert>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include <Eigen/Geometry>
 
+#include "engine/algorithms/forward_kinematics.h"
+#include "engine/model/configuration.h"
 #include "engine/spatial/lanes.h"
 
 namespace hilsim {
@@ -511,6 +515,118 @@ void evaluateClosuresPortable(const Model& model, const Data& data, const Closur
   evaluate(model, data, out, false);
 }
 }  // namespace detail
+
+void closureForceRates(const Model& model, const Data& data, Matrix6N& force_a_rate,
+                       Matrix6N& force_b_rate) {
+  assert(force_a_rate.cols() >= model.nconstraints && force_b_rate.cols() >= model.nconstraints);
+  // A row's force is a unit force along n at a point p, [p × n; n], or a unit couple [n; 0]
+  // (pointRow, angularRow): its rate [ṗ × n + p × ṅ; ṅ], or [ṅ; 0], with ṗ the point's velocity
+  // and ṅ = 0 for a direction fixed in W, ω_a × n for one fixed in A
+  const auto point_rate = [](const Vector3& p, const Vector3& p_rate, const Vector3& n,
+                             const Vector3& n_rate) {
+    Vector6 g;
+    g.head<3>() = p_rate.cross(n) + p.cross(n_rate);
+    g.tail<3>() = n_rate;
+    return g;
+  };
+  const Vector3 zero = Vector3::Zero();
+  int row = 0;
+  for (const LoopClosure& c : model.loops) {
+    const int first_row = row;
+    const bool with_rotation =
+        c.type == ClosureType::kRevolute || c.type == ClosureType::kPrismatic;
+    const FrameMotion A = frameMotion(model, data, c.body_a, c.frame_a, with_rotation,
+                                      FrameTerms::kVelocity);
+    const FrameMotion B = frameMotion(model, data, c.body_b, c.frame_b, with_rotation,
+                                      FrameTerms::kVelocity);
+    const auto set = [&](const Vector6& g_a_rate, const Vector6& g_b_rate) {
+      force_a_rate.col(row) = g_a_rate;
+      force_b_rate.col(row) = g_b_rate;
+      ++row;
+    };
+    // the three rows e_k · (p_B − p_A) (directions fixed in W)
+    const auto point_rows = [&] {
+      for (int k = 0; k < 3; ++k) {
+        const Vector3 n = Vector3::Unit(k);
+        set(point_rate(A.p, A.v_point, -n, zero), point_rate(B.p, B.v_point, n, zero));
+      }
+    };
+    const auto fixed_angular_rows = [&] {
+      for (int k = 0; k < 3; ++k) set(Vector6::Zero(), Vector6::Zero());
+    };
+    switch (c.type) {
+      case ClosureType::kBall:
+        point_rows();
+        break;
+      case ClosureType::kWeld:
+        point_rows();
+        fixed_angular_rows();
+        break;
+      case ClosureType::kRevolute:
+        point_rows();
+        // ± n · ω with the normals n fixed in A
+        for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
+          const Vector3 n_rate = A.omega.cross(A.R * *normal);
+          Vector6 g = Vector6::Zero();
+          g.head<3>() = n_rate;
+          set(-g, g);
+        }
+        break;
+      case ClosureType::kPrismatic: {
+        fixed_angular_rows();
+        // g_a = [p_A × (−n) + n × d; −n], g_b = [p_B × n; n], n fixed in A, d = p_B − p_A
+        const Vector3 d = B.p - A.p, d_rate = B.v_point - A.v_point;
+        for (const Vector3* normal : {&c.normal_1, &c.normal_2}) {
+          const Vector3 n = A.R * *normal;
+          const Vector3 n_rate = A.omega.cross(n);
+          Vector6 g_a = point_rate(A.p, A.v_point, -n, -n_rate);
+          g_a.head<3>() += n_rate.cross(d) + n.cross(d_rate);
+          set(g_a, point_rate(B.p, B.v_point, n, n_rate));
+        }
+        break;
+      }
+      case ClosureType::kDistance: {
+        // u = d / |d|, u̇ = (ḋ − u (u · ḋ)) / |d|
+        const Vector3 d = B.p - A.p, d_rate = B.v_point - A.v_point;
+        const double length = d.norm();
+        const bool apart = length > std::numeric_limits<double>::min();
+        const Vector3 u = apart ? Vector3(d / length) : Vector3::UnitX();
+        const Vector3 u_rate = apart ? Vector3((d_rate - u * u.dot(d_rate)) / length) : zero;
+        set(point_rate(A.p, A.v_point, -u, -u_rate), point_rate(B.p, B.v_point, u, u_rate));
+        break;
+      }
+    }
+    assert(row == first_row + closureRows(c.type));
+    static_cast<void>(first_row);
+  }
+}
+
+void findStructuralClosureRows(const Model& model, ConstraintRows& rows) {
+  // A row is identically zero by the model's geometry: the exact zeros of its axes (a planar
+  // linkage's out-of-plane rows), the same at every configuration. Such a row is zero at three
+  // random configurations; another is not, but at a measure-zero set of them (and then not to
+  // the last bit). It is left out for good: its multiplier is zero, its pivot none. A row that
+  // is zero only at some states (a singular position) stays, and the pivoted factorisation's
+  // rank test meets it there.
+  const int m = model.nconstraints;
+  rows.active_count = 0;
+  if (m == 0) return;
+  std::vector<char> nonzero(static_cast<std::size_t>(m), 0);
+  Data data(model);
+  std::mt19937 rng(20261126);
+  std::uniform_real_distribution<double> angle(-3.0, 3.0);
+  Eigen::VectorXd v(model.nv), q(model.nq);
+  const Eigen::VectorXd neutral = model.neutralConfiguration();
+  for (int trial = 0; trial < 3; ++trial) {
+    for (int d = 0; d < model.nv; ++d) v(d) = angle(rng);
+    integrateConfiguration(model, neutral, v, 1.0, q);
+    forwardKinematics(model, data, q);
+    evaluateClosures(model, data, {.rows = &rows});
+    for (int r = 0; r < m; ++r) nonzero[r] |= !rows.jacobian.row(r).isZero(0.0);
+  }
+  for (int r = 0; r < m; ++r)
+    if (nonzero[r]) rows.active[rows.active_count++] = r;
+}
 
 double addForceElementForces(const Model& model, const Data& data, Eigen::VectorXd& forces) {
   double dissipated = 0.0;

@@ -38,6 +38,20 @@ struct ClosureOutputs {
 /// model.loops) into the outputs that are set. Allocation-free.
 void evaluateClosures(const Model& model, const Data& data, const ClosureOutputs& out);
 
+/// The rates Ḟ_a, Ḟ_b (6 × m, columns in model.loops' row order) of the rows' spatial forces F_a,
+/// F_b (ConstraintRows::force_a, force_b: the rows' coefficients on the bodies' velocities) along
+/// the motion, at the kinematics in Data (X_WB, V_W) [N/s, N·m/s per unit multiplier]: what
+/// Ȧᵀσ = Σ_r σ_r (J̇ row r) needs beyond the motion subspaces' rates (engine/algorithms/hdca.h).
+/// Allocation-free.
+void closureForceRates(const Model& model, const Data& data, Matrix6N& force_a_rate,
+                       Matrix6N& force_b_rate);
+
+/// Sets rows.active to the closure rows (the first model.nconstraints) whose Jacobian row is not
+/// identically zero: zero at three random configurations means zero by the model's geometry (a
+/// planar linkage's out-of-plane rows; docs/LOOPS.md "Dynamics: the constraint stage"). Once
+/// per model; allocates.
+void findStructuralClosureRows(const Model& model, ConstraintRows& rows);
+
 namespace detail {
 /// evaluateClosures with Eigen's fixed-size code for every row: distance rows, and the point
 /// rows of a closure none of whose angular rows is wanted, are otherwise written four lanes wide

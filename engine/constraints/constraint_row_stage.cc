@@ -89,30 +89,7 @@ ConstraintRowStage::ConstraintRowStage(const Model& model, InverseInertiaFunctio
 }
 
 void ConstraintRowStage::findStructuralRows(const Model& model) {
-  // A row is identically zero by the model's geometry: the exact zeros of its axes (a planar
-  // linkage's out-of-plane rows), the same at every configuration. Such a row is zero at three
-  // random configurations; another is not, but at a measure-zero set of them (and then not to
-  // the last bit). It is left out for good: its multiplier is zero, its pivot none. A row that
-  // is zero only at some states (a singular position) stays, and the pivoted factorisation's
-  // rank test meets it there.
-  std::vector<int>& active = constraint_rows_.active;
-  constraint_rows_.active_count = 0;
-  if (rows_ == 0) return;
-  std::vector<char> nonzero(rows_, 0);
-  Data data(model);
-  std::mt19937 rng(20261126);
-  std::uniform_real_distribution<double> angle(-3.0, 3.0);
-  Eigen::VectorXd v(model.nv);
-  const Eigen::VectorXd neutral = model.neutralConfiguration();
-  for (int trial = 0; trial < 3; ++trial) {
-    for (int d = 0; d < model.nv; ++d) v(d) = angle(rng);
-    integrateConfiguration(model, neutral, v, 1.0, q_trial_);
-    forwardKinematics(model, data, q_trial_);
-    evaluateClosures(model, data, {.rows = &constraint_rows_});
-    for (int r = 0; r < rows_; ++r) nonzero[r] |= !J().row(r).isZero(0.0);
-  }
-  for (int r = 0; r < rows_; ++r)
-    if (nonzero[r]) active[constraint_rows_.active_count++] = r;
+  findStructuralClosureRows(model, constraint_rows_);
 }
 
 void ConstraintRowStage::accelerations(const Model& model, Data& data, const Eigen::VectorXd& q,

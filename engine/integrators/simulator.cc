@@ -104,8 +104,13 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
   }
   makeVelocityConsistent(last_tau_);
   const FormulationInfo& info = formulationInfo(formulation);
+  // closures alone (no force elements, limits, friction or contact): the loops at velocity level
+  // in (q, P) (docs/HDCA.md, "Closed loops"); anything else of the stage's at acceleration level
+  const bool closures_only = !model_->loops.empty() && model_->force_elements.empty() &&
+                             model_->constraintRowCapacity() == model_->nconstraints;
   momentum_state_ = info.momentum_rates != nullptr && integrator == Integrator::kRk4 &&
-                    !constraints_ && model_->nalgebraic == 0;
+                    (!constraints_ || closures_only) && model_->nalgebraic == 0;
+  if (momentum_state_ && closures_only) loops_ = std::make_unique<HdcaLoops>(*model_);
   if (momentum_state_) {
     p_ = p_stage_ = p_dot_ = p_dot_now_ = tau_now_ = Eigen::VectorXd::Zero(model_->nv);
     captureMomenta();
@@ -120,14 +125,22 @@ void Simulator::captureMomenta() {
 void Simulator::evaluateMomentumState() {
   // v = M⁻¹ p at the state itself (the same v to round-off), and ṗ there under the last forces
   tau_now_ = last_tau_;
-  formulationInfo(formulation_).momentum_rates(*model_, data_, q_, p_, tau_now_, v_, p_dot_now_);
+  momentumRates(q_, p_, tau_now_, v_, p_dot_now_);
+}
+
+void Simulator::momentumRates(const Eigen::VectorXd& q, const Eigen::VectorXd& p,
+                              const Eigen::VectorXd& tau, Eigen::VectorXd& v,
+                              Eigen::VectorXd& p_dot) {
+  if (loops_)
+    loops_->momentumRates(*model_, data_, q, p, tau, v, p_dot);
+  else
+    formulationInfo(formulation_).momentum_rates(*model_, data_, q, p, tau, v, p_dot);
 }
 
 void Simulator::stepMomentumRk4(const Eigen::VectorXd& tau) {
   // RK4 (RKMK on q) on Hamilton's equations q̇ = v(q, p), ṗ = f(q, p, τ); the first stage is the
   // state's own evaluation, ṗ affine in τ
   const Model& model = *model_;
-  const FormulationInfo& info = formulationInfo(formulation_);
   const double h = dt_;
   beginRk4Step();
   qdd_ = v_;  // v_n, for the step's mean acceleration
@@ -139,13 +152,23 @@ void Simulator::stepMomentumRk4(const Eigen::VectorXd& tau) {
     } else {
       integrateConfiguration(model, q_, theta_, 1.0, q_stage_);
       p_stage_ = p_ + (c * h) * p_dot_;
-      info.momentum_rates(model, data_, q_stage_, p_stage_, tau, v_stage_, p_dot_);
+      momentumRates(q_stage_, p_stage_, tau, v_stage_, p_dot_);
     }
     accumulateRk4Stage(stage, tau, p_dot_);
   }
   finishRk4Step(p_);
   last_tau_ = tau;
+  if (loops_ && model.stabilisation.projection_iterations > 0) {
+    // q back onto C(q) = 0 (the note's position projection for long fixed-step runs, §11 item
+    // 9); v needs none: (8) at the new q gives it on A v = 0. The stage's projection of v is
+    // discarded.
+    v_stage_ = v_;
+    constraints_->project(model, data_, q_, v_stage_);
+  }
   evaluateMomentumState();
+  // σ back to zero: P = M v again (the note's momentum reset), so the impulses absorbed over a
+  // long run never grow (§11 item 7)
+  if (loops_) loops_->resetImpulses(p_, p_dot_now_);
   qdd_ = (v_ - qdd_) / h;
 }
 
@@ -243,6 +266,7 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
   if (momentum_state_) {
     stepMomentumRk4(tau);
     time_ += h;
+    recordStageFailure();
     return;
   }
   switch (integrator_) {
@@ -290,15 +314,17 @@ void Simulator::step(const Eigen::VectorXd& commanded) {
     }
   }
   time_ += h;
-  if (constraints_) {
-    constraints_->project(model, data_, q_, v_);
-    if (failure_.kind == ConstraintFailure::Kind::kNone &&
-        constraints_->failure().kind != ConstraintFailure::Kind::kNone) {
-      failure_ = constraints_->failure();
-      failure_.time = time_;
-    }
-  }
+  if (constraints_) constraints_->project(model, data_, q_, v_);
+  recordStageFailure();
   last_tau_ = tau;
+}
+
+void Simulator::recordStageFailure() {
+  if (constraints_ && failure_.kind == ConstraintFailure::Kind::kNone &&
+      constraints_->failure().kind != ConstraintFailure::Kind::kNone) {
+    failure_ = constraints_->failure();
+    failure_.time = time_;
+  }
 }
 
 void Simulator::beginRk4Step() {
@@ -332,6 +358,8 @@ double Simulator::dampingPower(const Eigen::VectorXd& v) const {
 }
 
 const ConstraintFailure& Simulator::constraintFailure() const { return failure_; }
+
+double Simulator::velocityClosureError() const { return loops_ ? loops_->velocityError() : 0.0; }
 
 double Simulator::energy() {
   const double stage = constraints_ ? constraints_->potentialEnergy(*model_, data_, q_) : 0.0;

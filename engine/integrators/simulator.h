@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/algorithms/hdca_loops.h"
 #include "engine/constraints/constraint_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/algorithms/algebraic_velocity.h"
@@ -96,11 +97,15 @@ class Simulator {
   /// mean acceleration (v_{n+1} − v_n)/h.
   const Eigen::VectorXd& qdd() const { return qdd_; }
   /// Whether RK4 advances the canonical momenta p = M v instead of v: a formulation whose state
-  /// is (q, p) (FormulationInfo::momentum_rates, hdca) on a tree; v is then M⁻¹ p after each step
-  /// (docs/HDCA.md, "State").
+  /// is (q, p) (FormulationInfo::momentum_rates, hdca) on a tree or on closed loops alone (then
+  /// p = M v + Aᵀσ within a step, σ back to zero after it); v is then M⁻¹ p after each step
+  /// (docs/HDCA.md, "State", "Closed loops").
   bool momentumState() const { return momentum_state_; }
   /// The canonical momenta p = M v (nv) of the current state, when momentumState().
   const Eigen::VectorXd& momenta() const { return p_; }
+  /// The velocity-level closure error ‖A v‖∞ of the current state when the loops are held in
+  /// (q, P) (momentumState() on a model with closures), else 0 [m/s, rad/s].
+  double velocityClosureError() const;
   double time() const { return time_; }
   double dt() const { return dt_; }
   const Model& model() const { return *model_; }
@@ -159,6 +164,12 @@ class Simulator {
   // p_ from (q_, v_), then v_ and p_dot_now_ from (q_, p_) under last_tau_
   void captureMomenta();
   void evaluateMomentumState();
+  // v and ṗ at (q, p): the formulation's tree, or its loops at velocity level
+  void momentumRates(const Eigen::VectorXd& q, const Eigen::VectorXd& p,
+                     const Eigen::VectorXd& tau, Eigen::VectorXd& v, Eigen::VectorXd& p_dot);
+  std::unique_ptr<HdcaLoops> loops_;  // closures in (q, P), P = M v + Aᵀσ
+  // the stage's first failure into failure_, with the time
+  void recordStageFailure();
   void stepMomentumRk4(const Eigen::VectorXd& tau);
   // RK4's bookkeeping, shared by the (q, v) and (q, p) paths: clears the sums; adds a stage's
   // weighted rates at v_stage_ (∫ τ·v, the dampers' ∫ P, θ̇, and `rate`: q̈ or ṗ) and sets θ for

@@ -297,4 +297,15 @@ void addRandomClosures(Model& model, const Eigen::VectorXd& q, std::span<const C
   }
 }
 
+LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures) {
+  RandomTreeOptions options;
+  options.bodies = bodies;
+  LoopCase c{randomTree(rng, options), {}, {}, {}};
+  c.q = randomConfiguration(c.model, rng);
+  addRandomClosures(c.model, c.q, closures, rng);
+  c.v = randomVector(c.model.nv, rng);
+  c.tau = randomVector(c.model.nv, rng, 5.0);
+  return c;
+}
+
 }  // namespace hilsim::test

@@ -59,6 +59,14 @@ void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::m
 void addRandomClosures(Model& model, const Eigen::VectorXd& q, std::span<const ClosureType> types,
                        std::mt19937& rng);
 
+/// A random spatial tree of `bodies` bodies (every joint type, a floating root) with `closures`
+/// closures of every type in turn that hold at q; v random (not yet on J v = 0), tau random (×5).
+struct LoopCase {
+  Model model;
+  Eigen::VectorXd q, v, tau;
+};
+LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures);
+
 /// A chain with massless bodies (seed 003): a massless cross between two joints (rank restored
 /// by its child), a massless slider on a spring–damper carrying the tip (one algebraic velocity)
 /// and a massless damped leaf (another).
