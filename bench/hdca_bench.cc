@@ -1,7 +1,10 @@
 // The Hamiltonian divide-and-conquer formulation (docs/HDCA.md, docs/PERFORMANCE.md "Hamiltonian
 // divide-and-conquer"): one evaluation of Hamilton's equations (v and ṗ at (q, p), the assembly
 // included) on generated chains and binary trees of 8 to 4096 rods, on 1 and 2 threads of one
-// WorkerPool, beside aba's forward dynamics at the same state in the same run. Counters: the
+// WorkerPool, beside aba's forward dynamics at the same state in the same run; and on the chains
+// pinned into one loop (tests/support/random_model.h, pinnedArc): hdca's (q, P) evaluation with
+// the loop at velocity level (engine/algorithms/hdca_loops.h) beside aba with the constraint
+// stage's closure at acceleration level. Counters: the
 // assembly's levels (its span in node steps) and the speed-up the level structure allows on P
 // threads, Σ items / Σ ⌈items_l / P⌉ over the up and down levels (equal cost per node; the
 // sequential sweeps excluded).
@@ -15,7 +18,11 @@
 #include "bench/generated_systems.h"
 #include "engine/algorithms/aba.h"
 #include "engine/algorithms/hdca.h"
+#include "engine/algorithms/hdca_loops.h"
+#include "engine/constraints/constraint_row_stage.h"
+#include "engine/formulations/formulations.h"
 #include "rt/worker_pool.h"
+#include "tests/support/random_model.h"
 
 namespace hilsim::bench {
 namespace {
@@ -71,6 +78,55 @@ void benchAba(benchmark::State& state, Setup* s) {
   state.counters["bodies"] = s->model.nbodies - 1;
 }
 
+// A chain pinned into a loop at its initial configuration, v on the closure (the stage's
+// assembly projects a ramp of joint rates), P = M v
+struct LoopSetup {
+  Model model;
+  std::unique_ptr<Data> data;
+  std::unique_ptr<HdcaLoops> loops;
+  std::unique_ptr<ConstraintRowStage> stage;
+  Eigen::VectorXd q, v, tau, P, v_out, P_dot;
+};
+
+LoopSetup* makeLoopSetup(int bodies) {
+  auto* s = new LoopSetup{test::pinnedArc(bodies), {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  const Model& model = s->model;
+  s->data = std::make_unique<Data>(model);
+  s->loops = std::make_unique<HdcaLoops>(model);
+  s->stage = std::make_unique<ConstraintRowStage>(model, formulationInfo(Formulation::kAba));
+  s->q = model.initialConfiguration();
+  s->v = Eigen::VectorXd::LinSpaced(model.nv, -1.0, 1.0);
+  s->stage->assemble(model, *s->data, s->q, s->v);
+  s->tau = Eigen::VectorXd::Constant(model.nv, 0.1);
+  s->P.resize(model.nv);
+  s->v_out.resize(model.nv);
+  s->P_dot.resize(model.nv);
+  hdcaMomenta(model, *s->data, s->q, s->v, s->P);
+  return s;
+}
+
+void benchLoopRates(benchmark::State& state, LoopSetup* s, rt::WorkerPool* pool) {
+  Data& data = *s->data;
+  data.executor = pool;
+  for (auto _ : state) {
+    s->loops->momentumRates(s->model, data, s->q, s->P, s->tau, s->v_out, s->P_dot);
+    benchmark::DoNotOptimize(s->P_dot.data());
+  }
+  data.executor = nullptr;
+  state.counters["bodies"] = s->model.nbodies - 1;
+  state.counters["rows"] = s->loops->rowsSolved();
+}
+
+void benchLoopAba(benchmark::State& state, LoopSetup* s) {
+  Data& data = *s->data;
+  for (auto _ : state) {
+    aba(s->model, data, s->q, s->v, s->tau);
+    s->stage->accelerations(s->model, data, s->q, s->v, s->tau, data.qdd);
+    benchmark::DoNotOptimize(data.qdd.data());
+  }
+  state.counters["bodies"] = s->model.nbodies - 1;
+}
+
 }  // namespace
 }  // namespace hilsim::bench
 
@@ -88,6 +144,15 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("hdca_2threads" + suffix).c_str(), bench::benchRates, s,
                                    &two);
     }
+  }
+  for (const int bodies : {8, 64, 256, 1024, 4096}) {
+    bench::LoopSetup* s = bench::makeLoopSetup(bodies);  // lives for the whole run
+    const std::string suffix = "/pinned_chain/" + std::to_string(bodies);
+    benchmark::RegisterBenchmark(("aba_stage" + suffix).c_str(), bench::benchLoopAba, s);
+    benchmark::RegisterBenchmark(("hdca_1thread" + suffix).c_str(), bench::benchLoopRates, s,
+                                 nullptr);
+    benchmark::RegisterBenchmark(("hdca_2threads" + suffix).c_str(), bench::benchLoopRates, s,
+                                 &two);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

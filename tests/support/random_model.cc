@@ -5,6 +5,7 @@
 #include "engine/algorithms/forward_kinematics.h"
 #include "engine/builder/closure_builder.h"
 #include "engine/builder/model_builder.h"
+#include "engine/builder/system_generator.h"
 
 namespace hilsim::test {
 
@@ -306,6 +307,29 @@ LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures) {
   c.v = randomVector(c.model.nv, rng);
   c.tau = randomVector(c.model.nv, rng, 5.0);
   return c;
+}
+
+Model pinnedArc(int bodies) {
+  constexpr double kBend = 0.08;  // [rad] per joint: 64 links turn through 5 rad
+  SystemSpec spec;
+  spec.shape = GeneratedShape::kChain;
+  spec.bodies = bodies;
+  Model model = generateSystem(spec, "arc" + std::to_string(bodies));
+  for (int i = 1; i < model.nbodies; ++i)
+    setInitialPosition(model, model.joint_names[i], std::vector<double>{kBend});
+  Data data(model);
+  forwardKinematics(model, data, model.initialConfiguration());
+  LoopClosureSpec pin;
+  pin.name = "tip_pin";
+  pin.type = ClosureType::kRevolute;
+  pin.body_a = "link" + std::to_string(bodies);
+  pin.frame_a = Transform(Matrix3::Identity(), Vector3(spec.link_length, 0, 0));
+  pin.body_b = "world";
+  pin.frame_b =
+      Transform(Matrix3::Identity(), data.X_WB[bodies].actPoint(pin.frame_a.translation));
+  pin.axis = Vector3::UnitY();
+  addLoopClosure(model, pin);
+  return model;
 }
 
 }  // namespace hilsim::test

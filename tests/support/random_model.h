@@ -67,6 +67,11 @@ struct LoopCase {
 };
 LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures);
 
+/// A generated chain of `bodies` rods (engine/builder/system_generator.h) bent into an arc (every
+/// joint at 0.08 rad initially), its last link's far end pinned to the world where it is by a
+/// revolute closure about y: one planar loop of bodies − 2 degrees of freedom, of any size.
+Model pinnedArc(int bodies);
+
 /// A chain with massless bodies (seed 003): a massless cross between two joints (rank restored
 /// by its child), a massless slider on a spring–damper carrying the tip (one algebraic velocity)
 /// and a massless damped leaf (another).
