@@ -51,12 +51,12 @@ void HdcaLoops::momentumRates(const Model& model, Data& data, const Eigen::Vecto
   }
   // (77) for the tree at v, then the cut impulses' term Ȧᵀ σ
   hdcaMomentumRatesAt(model, data, q, v, tau, P_dot);
+  for (int i = 1; i < model.nbodies; ++i) data.V_W[i] = data.hdca.velocity_W[i];
   impulse_part_.setZero();
   velocity_error_ = 0.0;
   if (k_ == 0) return;
   row_rates_.noalias() = J_ * v;
   velocity_error_ = row_rates_.lpNorm<Eigen::Infinity>();
-  for (int i = 1; i < model.nbodies; ++i) data.V_W[i] = data.hdca.velocity_W[i];
   closureForceRates(model, data, force_a_rate_, force_b_rate_);
   for (int i = 0; i < model.nbodies; ++i) {
     impulse_[i].setZero();

@@ -30,7 +30,8 @@ class HdcaLoops {
   explicit HdcaLoops(const Model& model);
 
   /// Both phases at (q, P): v (nv) from (8) [rad/s, m/s], Ṗ (nv) from (7) under joint forces
-  /// tau [N·m, N]; σ kept (impulses()). Data's kinematics are left at (q, v). Allocation-free.
+  /// tau [N·m, N]; σ kept (impulses()). Data's poses and body velocities (X_WB, S_W, V_W) are
+  /// left at (q, v). Allocation-free.
   void momentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
                      const Eigen::VectorXd& P, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
                      Eigen::VectorXd& P_dot);

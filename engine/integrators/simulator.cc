@@ -96,6 +96,7 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
       total_tau_(Eigen::VectorXd::Zero(model_->nv)) {
   if (const std::string why = checkSimulatorChoice(*model_, formulation, integrator); !why.empty())
     throw std::invalid_argument(why);
+  const bool own_stage = !constraints_;
   if (!constraints_ && model_->needsConstraintStage())
     constraints_ = std::make_unique<ConstraintRowStage>(*model_, formulationInfo(formulation));
   if (constraints_) {
@@ -104,13 +105,18 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
   }
   makeVelocityConsistent(last_tau_);
   const FormulationInfo& info = formulationInfo(formulation);
-  // closures alone (no force elements, limits, friction or contact): the loops at velocity level
-  // in (q, P) (docs/HDCA.md, "Closed loops"); anything else of the stage's at acceleration level
-  const bool closures_only = !model_->loops.empty() && model_->force_elements.empty() &&
+  // closures alone (no force elements, limits, friction or contact) on the Simulator's own stage:
+  // the loops at velocity level in (q, P) (docs/HDCA.md, "Closed loops"); anything else, or a
+  // stage the caller gave, at acceleration level through it
+  const bool closures_only = own_stage && !model_->loops.empty() &&
+                             model_->force_elements.empty() &&
                              model_->constraintRowCapacity() == model_->nconstraints;
   momentum_state_ = info.momentum_rates != nullptr && integrator == Integrator::kRk4 &&
                     (!constraints_ || closures_only) && model_->nalgebraic == 0;
-  if (momentum_state_ && closures_only) loops_ = std::make_unique<HdcaLoops>(*model_);
+  if (momentum_state_ && closures_only) {
+    assert(formulation == Formulation::kHdca);  // HdcaLoops runs hdca's phases
+    loops_ = std::make_unique<HdcaLoops>(*model_);
+  }
   if (momentum_state_) {
     p_ = p_stage_ = p_dot_ = p_dot_now_ = tau_now_ = Eigen::VectorXd::Zero(model_->nv);
     captureMomenta();
@@ -167,8 +173,11 @@ void Simulator::stepMomentumRk4(const Eigen::VectorXd& tau) {
   }
   evaluateMomentumState();
   // σ back to zero: P = M v again (the note's momentum reset), so the impulses absorbed over a
-  // long run never grow (§11 item 7)
-  if (loops_) loops_->resetImpulses(p_, p_dot_now_);
+  // long run never grow (§11 item 7); what the step absorbed, over h, is its mean closure force
+  if (loops_) {
+    closure_force_ = loops_->impulses().lpNorm<Eigen::Infinity>() / h;
+    loops_->resetImpulses(p_, p_dot_now_);
+  }
   qdd_ = (v_ - qdd_) / h;
 }
 
@@ -324,6 +333,8 @@ void Simulator::recordStageFailure() {
       constraints_->failure().kind != ConstraintFailure::Kind::kNone) {
     failure_ = constraints_->failure();
     failure_.time = time_;
+    // on the velocity-level path the stage only projects: the force is the step's σ / h
+    if (loops_) failure_.force = closure_force_;
   }
 }
 

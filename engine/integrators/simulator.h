@@ -168,6 +168,7 @@ class Simulator {
   void momentumRates(const Eigen::VectorXd& q, const Eigen::VectorXd& p,
                      const Eigen::VectorXd& tau, Eigen::VectorXd& v, Eigen::VectorXd& p_dot);
   std::unique_ptr<HdcaLoops> loops_;  // closures in (q, P), P = M v + Aᵀσ
+  double closure_force_ = 0.0;        // the last step's largest |σ| / h [N, N·m]
   // the stage's first failure into failure_, with the time
   void recordStageFailure();
   void stepMomentumRk4(const Eigen::VectorXd& tau);

@@ -258,12 +258,13 @@ Model masslessChain() {
   return builder.build();
 }
 
-void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng) {
+void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng,
+                       int first_type) {
   constexpr ClosureType kTypes[] = {ClosureType::kBall, ClosureType::kRevolute,
                                     ClosureType::kPrismatic, ClosureType::kWeld,
                                     ClosureType::kDistance};
   std::vector<ClosureType> types;
-  for (int k = 0; k < count; ++k) types.push_back(kTypes[k % 5]);
+  for (int k = 0; k < count; ++k) types.push_back(kTypes[(first_type + k) % 5]);
   addRandomClosures(model, q, types, rng);
 }
 
@@ -298,12 +299,12 @@ void addRandomClosures(Model& model, const Eigen::VectorXd& q, std::span<const C
   }
 }
 
-LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures) {
+LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures, int first_type) {
   RandomTreeOptions options;
   options.bodies = bodies;
   LoopCase c{randomTree(rng, options), {}, {}, {}};
   c.q = randomConfiguration(c.model, rng);
-  addRandomClosures(c.model, c.q, closures, rng);
+  addRandomClosures(c.model, c.q, closures, rng, first_type);
   c.v = randomVector(c.model.nv, rng);
   c.tau = randomVector(c.model.nv, rng, 5.0);
   return c;

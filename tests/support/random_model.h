@@ -51,21 +51,24 @@ Eigen::VectorXd randomVector(int n, std::mt19937& rng, double scale = 1.0);
 /// A random physically valid inertia.
 Inertia randomInertia(std::mt19937& rng);
 
-/// Adds `count` random loop closures (every type in turn, between random distinct bodies or the
-/// world) to `model`, placed so that they hold at configuration q: frame A at a random pose on
+/// Adds `count` random loop closures (every type in turn — ball, revolute, prismatic, weld,
+/// distance — from the type numbered `first_type` in that list, between random distinct bodies or
+/// the world) to `model`, placed so that they hold at configuration q: frame A at a random pose on
 /// body a, frame B where A is at q (a distance closure: a random point, at the length it has at q).
-void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng);
+void addRandomClosures(Model& model, const Eigen::VectorXd& q, int count, std::mt19937& rng,
+                       int first_type = 0);
 /// The same with the closure types given, one closure each.
 void addRandomClosures(Model& model, const Eigen::VectorXd& q, std::span<const ClosureType> types,
                        std::mt19937& rng);
 
 /// A random spatial tree of `bodies` bodies (every joint type, a floating root) with `closures`
-/// closures of every type in turn that hold at q; v random (not yet on J v = 0), tau random (×5).
+/// closures of the types in turn from `first_type` (addRandomClosures) that hold at q; v random
+/// (not yet on J v = 0), tau random (×5).
 struct LoopCase {
   Model model;
   Eigen::VectorXd q, v, tau;
 };
-LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures);
+LoopCase randomLoopCase(std::mt19937& rng, int bodies, int closures, int first_type = 0);
 
 /// A generated chain of `bodies` rods (engine/builder/system_generator.h) bent into an arc (every
 /// joint at 0.08 rad initially), its last link's far end pinned to the world where it is by a
