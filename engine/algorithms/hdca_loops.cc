@@ -83,6 +83,10 @@ void HdcaLoops::momentumRates(const Model& model, Data& data, const Eigen::Vecto
   P_dot += impulse_part_;
 }
 
+std::unique_ptr<MomentumLoops> makeHdcaLoops(const Model& model) {
+  return std::make_unique<HdcaLoops>(model);
+}
+
 void HdcaLoops::resetImpulses(Eigen::VectorXd& P, Eigen::VectorXd& P_dot) {
   if (k_ == 0) return;
   P.noalias() -= J_.transpose() * sigma_active_;

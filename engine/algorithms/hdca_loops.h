@@ -19,11 +19,12 @@
 
 #include "engine/constraints/constraint_rows.h"
 #include "engine/constraints/pivoted_cholesky.h"
+#include "engine/formulations/momentum_loops.h"
 #include "engine/model/data.h"
 
 namespace hilsim {
 
-class HdcaLoops {
+class HdcaLoops final : public MomentumLoops {
  public:
   /// Sized for `model` (its closures' rows; the rows zero at every configuration left out, as
   /// the constraint stage leaves them). Allocates; nothing after it does.
@@ -34,17 +35,17 @@ class HdcaLoops {
   /// left at (q, v). Allocation-free.
   void momentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
                      const Eigen::VectorXd& P, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
-                     Eigen::VectorXd& P_dot);
+                     Eigen::VectorXd& P_dot) override;
 
   /// Returns the last evaluation's σ to zero: P −= Aᵀ σ and P_dot −= Ȧᵀ σ (the momenta of the
   /// same v with no impulse absorbed, the note's reset, §11 item 7). v is unchanged: (8) at the
   /// new P gives σ = 0. Allocation-free.
-  void resetImpulses(Eigen::VectorXd& P, Eigen::VectorXd& P_dot);
+  void resetImpulses(Eigen::VectorXd& P, Eigen::VectorXd& P_dot) override;
 
   /// σ of the last evaluation (model.nconstraints; zero on the rows left out) [N·s, N·m·s].
-  const Eigen::VectorXd& impulses() const { return sigma_; }
+  const Eigen::VectorXd& impulses() const override { return sigma_; }
   /// ‖A v‖∞ of the last evaluation: the velocity-level closure error [m/s, rad/s].
-  double velocityError() const { return velocity_error_; }
+  double velocityError() const override { return velocity_error_; }
   /// Numerical rank of K at the last evaluation (below the rows solved for at a singular
   /// configuration).
   int rank() const { return solver_.rank(); }
@@ -63,5 +64,8 @@ class HdcaLoops {
   std::vector<Vector6> impulse_, impulse_rate_;  // per body, summed over its subtree
   double velocity_error_ = 0.0;
 };
+
+/// hdca's row of the registry (FormulationInfo::momentum_loops).
+std::unique_ptr<MomentumLoops> makeHdcaLoops(const Model& model);
 
 }  // namespace hilsim

@@ -8,6 +8,7 @@
 #include "engine/algorithms/aba_inverse_inertia.h"
 #include "engine/algorithms/crba_forward_dynamics.h"
 #include "engine/algorithms/hdca.h"
+#include "engine/algorithms/hdca_loops.h"
 #include "engine/algorithms/riccati_transfer.h"
 #include "engine/algorithms/semi_recursive.h"
 #include "engine/algorithms/tree_ldl.h"
@@ -117,7 +118,8 @@ constexpr std::array kFormulations = {
         /*delassus_reads_jacobian=*/false,
     },
     // hdca's acceleration entry is phase 1 on τ − C (the constraint stage and the Euler steps);
-    // its own state (q, p) runs through momenta and momentum_rates
+    // its own state (q, p) runs through momenta and momentum_rates, its loops' (q, P) through
+    // momentum_loops
     FormulationInfo{
         Formulation::kHdca,
         "hdca",
@@ -139,6 +141,7 @@ constexpr std::array kFormulations = {
         /*delassus_reads_jacobian=*/true,
         hdcaMomenta,
         hdcaMomentumRates,
+        makeHdcaLoops,
     },
 };
 

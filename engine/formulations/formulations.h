@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "engine/constraints/constraint_rows.h"
+#include "engine/formulations/momentum_loops.h"
 #include "engine/model/data.h"
 
 namespace hilsim {
@@ -102,6 +103,9 @@ struct FormulationInfo {
   /// on a tree (docs/HDCA.md); null for the others.
   MomentaFunction momenta = nullptr;
   MomentumRatesFunction momentum_rates = nullptr;
+  /// With momentum_rates: the closed loops in (q, P) at velocity level, for a model whose
+  /// constraints are its loops alone (docs/HDCA.md, "Closed loops"); null for the others.
+  MomentumLoopsFactory momentum_loops = nullptr;
 };
 
 /// Every formulation, in the order help texts list them (the default, aba, first).

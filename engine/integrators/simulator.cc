@@ -112,11 +112,9 @@ Simulator::Simulator(std::shared_ptr<const Model> model, Formulation formulation
                              model_->force_elements.empty() &&
                              model_->constraintRowCapacity() == model_->nconstraints;
   momentum_state_ = info.momentum_rates != nullptr && integrator == Integrator::kRk4 &&
-                    (!constraints_ || closures_only) && model_->nalgebraic == 0;
-  if (momentum_state_ && closures_only) {
-    assert(formulation == Formulation::kHdca);  // HdcaLoops runs hdca's phases
-    loops_ = std::make_unique<HdcaLoops>(*model_);
-  }
+                    (!constraints_ || (closures_only && info.momentum_loops != nullptr)) &&
+                    model_->nalgebraic == 0;
+  if (momentum_state_ && closures_only) loops_ = info.momentum_loops(*model_);
   if (momentum_state_) {
     p_ = p_stage_ = p_dot_ = p_dot_now_ = tau_now_ = Eigen::VectorXd::Zero(model_->nv);
     captureMomenta();

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "engine/algorithms/hdca_loops.h"
 #include "engine/constraints/constraint_stage.h"
 #include "engine/formulations/formulations.h"
 #include "engine/algorithms/algebraic_velocity.h"
@@ -167,7 +166,7 @@ class Simulator {
   // v and ṗ at (q, p): the formulation's tree, or its loops at velocity level
   void momentumRates(const Eigen::VectorXd& q, const Eigen::VectorXd& p,
                      const Eigen::VectorXd& tau, Eigen::VectorXd& v, Eigen::VectorXd& p_dot);
-  std::unique_ptr<HdcaLoops> loops_;  // closures in (q, P), P = M v + Aᵀσ
+  std::unique_ptr<MomentumLoops> loops_;  // closures in (q, P), P = M v + Aᵀσ
   double closure_force_ = 0.0;        // the last step's largest |σ| / h [N, N·m]
   // the stage's first failure into failure_, with the time
   void recordStageFailure();

@@ -81,6 +81,41 @@ TEST(ClosureRows, JacobianAndBiasAreTheDerivativesAlongAMotion) {
   }
 }
 
+TEST(ClosureRows, ForceRatesAreTheDerivativesOfTheRowsForces) {
+  // Along q(t) = q ⊕ t v: d/dt of each row's spatial forces F_a, F_b by central differences
+  // (h = 1e-6: truncation h² |F'''| and round-off ε |F| / h, both ~1e-10 on these O(1)
+  // mechanisms; 1e-7 leaves room for their size), against closureForceRates
+  constexpr double kH = 1e-6, kTol = 1e-7;
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 20; ++trial) {
+    LoopCase c = randomLoopCase(rng, 6 + trial % 5, 10);
+    const Model& model = c.model;
+    const int m = model.nconstraints;
+    Data data(model);
+    ConstraintRows plus(model), minus(model);
+    Eigen::VectorXd q_shift(model.nq);
+    integrateConfiguration(model, c.q, c.v, kH, q_shift);
+    forwardKinematics(model, data, q_shift);
+    evaluateClosures(model, data, {.rows = &plus});
+    integrateConfiguration(model, c.q, c.v, -kH, q_shift);
+    forwardKinematics(model, data, q_shift);
+    evaluateClosures(model, data, {.rows = &minus});
+    Matrix6N rate_a(6, m), rate_b(6, m);
+    forwardKinematics(model, data, c.q, c.v);
+    closureForceRates(model, data, rate_a, rate_b);
+    const Matrix6N fd_a = (plus.force_a.leftCols(m) - minus.force_a.leftCols(m)) / (2 * kH);
+    const Matrix6N fd_b = (plus.force_b.leftCols(m) - minus.force_b.leftCols(m)) / (2 * kH);
+    for (int r = 0; r < m; ++r) {
+      EXPECT_LE((rate_a.col(r) - fd_a.col(r)).lpNorm<Eigen::Infinity>(),
+                kTol * std::max(1.0, fd_a.col(r).lpNorm<Eigen::Infinity>()))
+          << "trial " << trial << ", row " << r;
+      EXPECT_LE((rate_b.col(r) - fd_b.col(r)).lpNorm<Eigen::Infinity>(),
+                kTol * std::max(1.0, fd_b.col(r).lpNorm<Eigen::Infinity>()))
+          << "trial " << trial << ", row " << r;
+    }
+  }
+}
+
 TEST(ClosureRows, SpatialFormReadsTheJacobianOnTheBodyVelocities) {
   // J_r v = F_b,rᵀ V_b + F_a,rᵀ V_a for every row: the two forms the formulations read agree;
   // and ConstraintRows' J (written a closure at a time) is the J written row by row
