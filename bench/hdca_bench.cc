@@ -56,11 +56,17 @@ double levelBound(const std::vector<int>& begin, int threads) {
 void benchRates(benchmark::State& state, Setup* s, rt::WorkerPool* pool) {
   Data& data = *s->data;
   data.executor = pool;
+  const std::uint64_t calls = pool ? pool->calls() : 0, wakes = pool ? pool->wakes() : 0;
   for (auto _ : state) {
     hdcaMomentumRates(s->model, data, s->q, s->p, s->tau, s->v_out, s->p_dot);
     benchmark::DoNotOptimize(s->p_dot.data());
   }
   data.executor = nullptr;
+  if (pool != nullptr) {  // hand-overs to the workers per evaluation, and futex wakes among them
+    const double n = static_cast<double>(state.iterations());
+    state.counters["handovers"] = static_cast<double>(pool->calls() - calls) / n;
+    state.counters["wakes"] = static_cast<double>(pool->wakes() - wakes) / n;
+  }
   const AssemblyTree& tree = data.hdca.tree;
   state.counters["bodies"] = s->model.nbodies - 1;
   state.counters["levels"] = tree.upLevels() + tree.downLevels();

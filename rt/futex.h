@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "engine/parallel/executor.h"
 #include "rt/clock.h"
 
 namespace hilsim::rt {
@@ -33,14 +34,7 @@ inline void futexWakeAll(std::atomic<std::uint32_t>& word) noexcept {
           nullptr, 0);
 }
 
-/// Tells the CPU that this is a spin-wait loop (x86 PAUSE): saves power and the pipeline flush
-/// on exit, and leaves the sibling hyper-thread more room.
-inline void cpuRelax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+/// The engine's spin-wait hint (engine/parallel/executor.h), for rt's own spin loops.
+inline void cpuRelax() noexcept { spinPause(); }
 
 }  // namespace hilsim::rt

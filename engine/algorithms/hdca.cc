@@ -1,7 +1,10 @@
 #include "engine/algorithms/hdca.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
+#include <type_traits>
 
 #include <Eigen/Cholesky>
 
@@ -41,12 +44,6 @@ Vector6 shiftMotion(const Vector3& l, const Vector6& V) {
   Vector6 out = V;
   out.tail<3>() += Vector3(V.head<3>()).cross(l);
   return out;
-}
-// S₁₂ as a matrix, [[1, l̃], [0, 1]]
-Matrix6 shiftMatrix(const Vector3& l) {
-  Matrix6 S = Matrix6::Identity();
-  S.topRightCorner<3, 3>() = skew(l);
-  return S;
 }
 
 // Joint i's bases at the kinematics in Data: its motion subspace H, written about the child
@@ -124,18 +121,19 @@ void jointBases(const Model& model, Data& data, int i) {
   h.impulse_count[i] = k;
 }
 
-// L with L Lᵀ = A, A symmetric positive definite (lower triangle read). Fixed 6 × 6 loops: the
-// leaves and nodes factor one such matrix each, where Eigen's general solvers spend more on
+// L with L Lᵀ = A, A symmetric positive definite (lower triangle read), N × N. Fixed-size loops:
+// the leaves and nodes factor one such matrix each, where Eigen's general solvers spend more on
 // set-up than on the arithmetic.
-void cholesky6(const Matrix6& A, Matrix6& L) {
+template <int N>
+void cholesky(const Eigen::Matrix<double, N, N>& A, Eigen::Matrix<double, N, N>& L) {
   L.setZero();
-  for (int j = 0; j < 6; ++j) {
+  for (int j = 0; j < N; ++j) {
     double d = A(j, j);
     for (int k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
     assert(d > 0.0);  // else not positive definite: NaN follows
     const double l_jj = std::sqrt(d), inverse = 1.0 / l_jj;
     L(j, j) = l_jj;
-    for (int i = j + 1; i < 6; ++i) {
+    for (int i = j + 1; i < N; ++i) {
       double s = A(i, j);
       for (int k = 0; k < j; ++k) s -= L(i, k) * L(j, k);
       L(i, j) = s * inverse;
@@ -143,32 +141,64 @@ void cholesky6(const Matrix6& A, Matrix6& L) {
   }
 }
 
-// X ← X L⁻ᵀ, column by column (X Lᵀ = X_in)
-void solveTransposedFactor(const Matrix6& L, Matrix6& X) {
-  for (int j = 0; j < 6; ++j) {
+// X ← X L⁻ᵀ, column by column (X Lᵀ = X_in), for X with N columns
+template <int N>
+void solveTransposedFactor(const Eigen::Matrix<double, N, N>& L, Eigen::Matrix<double, 6, N>& X) {
+  for (int j = 0; j < N; ++j) {
     for (int k = 0; k < j; ++k) X.col(j) -= L(j, k) * X.col(k);
     X.col(j) *= 1.0 / L(j, j);
   }
 }
 
-// Z with W = −Z Zᵀ = −B (Bᵀ Ψ B + E)⁻¹ Bᵀ for joint j and the mobility Ψ across it (seed 001
-// (27), with the armature's compliance E): the impulse the joint carries is W times the velocity
-// jump it would have without it. Z = B L⁻ᵀ, L L ᵀ = Bᵀ Ψ B + E, padded to 6 × 6 (B's unused
-// columns are zero, the factor's unused block the identity, so Z's unused columns are zero).
-void impulseFactor(const Data::Hdca& h, int j, const Matrix6& psi, Matrix6& Z) {
-  const int k = h.impulse_count[j];
-  if (k == 0) {
-    Z.setZero();
-    return;
+// Z with W = −Z Zᵀ = −B (Bᵀ Ψ B + E)⁻¹ Bᵀ for joint j, whose K impulse columns are B, and the
+// mobility Ψ across it (seed 001 (27), with the armature's compliance E): the impulse the joint
+// carries is W times the velocity jump it would have without it. Z = B L⁻ᵀ, L Lᵀ = Bᵀ Ψ B + E.
+template <int K>
+void impulseFactor(const Data::Hdca& h, int j, const Matrix6& psi,
+                   Eigen::Matrix<double, 6, K>& Z) {
+  if constexpr (K > 0) {
+    const auto B = h.impulse_basis[j].leftCols<K>();
+    Eigen::Matrix<double, 6, K> psi_B;
+    Eigen::Matrix<double, K, K> G, L;
+    psi_B.noalias() = psi * B;
+    G.noalias() = B.transpose() * psi_B;
+    G.diagonal() += h.compliance[j].head<K>();
+    cholesky<K>(G, L);
+    Z = B;
+    solveTransposedFactor<K>(L, Z);
   }
-  const Matrix6& B = h.impulse_basis[j];
-  Matrix6 psi_B, G, L;
-  psi_B.noalias() = psi * B;
-  G.noalias() = B.transpose() * psi_B;
-  for (int c = 0; c < 6; ++c) G(c, c) += c < k ? h.compliance[j][c] : 1.0;
-  cholesky6(G, L);
-  Z = B;
-  solveTransposedFactor(L, Z);
+}
+
+// The same into a 6 × 6 factor whose columns beyond the joint's impulse count are zero (the
+// vector passes read all six)
+template <int K>
+void impulseFactorPadded(const Data::Hdca& h, int j, const Matrix6& psi, Matrix6& Z) {
+  Eigen::Matrix<double, 6, K> z;
+  impulseFactor<K>(h, j, psi, z);
+  Z.leftCols<K>() = z;
+  Z.rightCols<6 - K>().setZero();
+}
+
+// Calls f(std::integral_constant<int, K>) for K = count ∈ [0, 6]: the joint's impulse count as a
+// compile-time size, so its products run on 6 × K blocks
+template <typename F>
+void withImpulseCount(int count, F&& f) {
+  switch (count) {
+    case 0: f(std::integral_constant<int, 0>()); break;
+    case 1: f(std::integral_constant<int, 1>()); break;
+    case 2: f(std::integral_constant<int, 2>()); break;
+    case 3: f(std::integral_constant<int, 3>()); break;
+    case 4: f(std::integral_constant<int, 4>()); break;
+    case 5: f(std::integral_constant<int, 5>()); break;
+    default: f(std::integral_constant<int, 6>()); break;
+  }
+}
+
+// The factor Z of a path's top joint j from the mobility Ψ of the assembled path (43)
+void pathFactor(const Data::Hdca& h, int j, const Matrix6& psi, Matrix6& Z) {
+  withImpulseCount(h.impulse_count[j], [&](auto k) {
+    impulseFactorPadded<decltype(k)::value>(h, j, psi, Z);
+  });
 }
 
 // out (+)= Σ_c columns.col(c) x[c] over the first n columns, out −= with kSubtract: a joint's 1 to 6
@@ -205,48 +235,123 @@ bool isPathRoot(const AssemblyTree& tree, int node) {
   return tree.path_root[tree.path_top[node]] == node;
 }
 
-// Below this many items a level runs on the calling thread: handing it to the workers costs more
-// (about a microsecond each way) than a few nodes' arithmetic
-constexpr int kMinParallelItems = 8;
+// Below this many nodes (about 256 bodies) every pass runs on the calling thread alone: on two
+// threads here a 256-body system breaks even, a 64-body one takes 1.6 times as long
+// (docs/PERFORMANCE.md, "Hamiltonian divide-and-conquer")
+constexpr int kMinParallelNodes = 512;
 
-// parallelFor on data.executor for count ≥ kMinParallelItems, else on the calling thread
-template <typename Body>
-void forItems(Data& data, int count, Body& body) {
-  if (count < kMinParallelItems) {
-    if (count > 0) body(0, count);
-    return;
-  }
-  parallelFor(data.executor, count, body);
+int threadCount(const Data& data) {
+  const int nodes = static_cast<int>(data.hdca.tree.post.size());
+  if (data.executor == nullptr || nodes < kMinParallelNodes) return 1;
+  return data.executor->concurrency();
 }
 
-// Runs body(node) for the nodes of each level in turn, each level across the executor's threads
+// The first post-order position of thread t's range among `threads`: equal shares of the nodes'
+// cost (post_weight)
+int rangeBegin(const AssemblyTree& tree, int threads, int t) {
+  if (t == threads) return static_cast<int>(tree.post.size());
+  const double target = tree.post_weight.back() * t / threads;
+  return static_cast<int>(
+      std::lower_bound(tree.post_weight.begin(), tree.post_weight.end() - 1, target) -
+      tree.post_weight.begin());
+}
+
+// Runs body(i) for every body i, independent of each other: on several threads, each body on the
+// thread whose range of the post-order holds its leaf, the one that assembles it and reads what
+// body(i) writes
 template <typename Body>
-void overLevels(Data& data, const std::vector<int>& order, const std::vector<int>& begin,
-                Body& body) {
-  const int levels = static_cast<int>(begin.size()) - 1;
-  for (int level = 0; level < levels; ++level) {
-    const int first = begin[level];
-    auto range = [&](int b, int e) {
-      for (int k = b; k < e; ++k) body(order[first + k]);
-    };
-    forItems(data, begin[level + 1] - first, range);
+void overBodies(const Model& model, Data& data, Body& body) {
+  const int threads = threadCount(data);
+  if (threads == 1) {
+    for (int i = 1; i < model.nbodies; ++i) body(i);
+    return;
   }
+  const AssemblyTree& tree = data.hdca.tree;
+  auto run = [&](int t, int) {
+    const int end = rangeBegin(tree, threads, t + 1);
+    for (int k = rangeBegin(tree, threads, t); k < end; ++k) {
+      const AssemblyTree::Node& node = tree.nodes[tree.post[k]];
+      if (node.left < 0) body(node.body);
+    }
+  };
+  runOnEveryThread(data.executor, run);
+}
+
+// Runs body(node) for every node of the assembly tree, each after the nodes it reads: up the tree
+// (kUp: a node after its children, a leaf after the paths hanging off its body) or down it (a node
+// after its consumer). On several threads each takes a contiguous range [a, b) of the tree's
+// post-order, of equal cost, for the whole pass (one hand-over): up, first the nodes whose
+// subtree lies inside the range, in post-order (no waiting), then the few whose subtree reaches
+// before a (the ancestors of the range's first nodes, which wait for the thread before); down,
+// the same sequence reversed. A thread waits, spinning, only for a node of another thread's range:
+// a node publishes its results by stamping the pass into `finished` (release), a reader waits for
+// that stamp (acquire). Every node's arithmetic is the same on every thread count.
+template <bool kUp, typename Body>
+void overTree(Data& data, Body& body) {
+  Data::Hdca& h = data.hdca;
+  const AssemblyTree& tree = h.tree;
+  const int nodes = static_cast<int>(tree.post.size());
+  const int threads = threadCount(data);
+  if (threads == 1) {
+    if constexpr (kUp)
+      for (int k = 0; k < nodes; ++k) body(tree.post[k]);
+    else
+      for (int k = nodes - 1; k >= 0; --k) body(tree.post[k]);
+    return;
+  }
+  const std::uint32_t pass = ++h.pass;
+  std::uint32_t* finished = h.finished.data();
+  const auto wait = [&](int n) {
+    std::atomic_ref<std::uint32_t> stamp(finished[n]);
+    while (stamp.load(std::memory_order_acquire) != pass) spinPause();
+  };
+  const auto step = [&](int k) {
+    const int n = tree.post[k];
+    if constexpr (kUp) {
+      const AssemblyTree::Node& node = tree.nodes[n];
+      if (node.left >= 0) {
+        wait(node.left);
+        wait(node.right);
+      } else {
+        for (int c = tree.light_begin[node.body]; c < tree.light_begin[node.body + 1]; ++c)
+          wait(tree.path_root[tree.light[c]]);
+      }
+    } else if (tree.consumer[n] >= 0) {
+      wait(tree.consumer[n]);
+    }
+    body(n);
+    std::atomic_ref<std::uint32_t>(finished[n]).store(pass, std::memory_order_release);
+  };
+  auto run = [&](int t, int) {
+    const int a = rangeBegin(tree, threads, t), b = rangeBegin(tree, threads, t + 1);
+    const auto inside = [&](int k) { return tree.subtree_begin[k] >= a; };
+    if constexpr (kUp) {
+      for (int k = a; k < b; ++k)
+        if (inside(k)) step(k);
+      for (int k = a; k < b; ++k)
+        if (!inside(k)) step(k);
+    } else {
+      for (int k = b - 1; k >= a; --k)
+        if (!inside(k)) step(k);
+      for (int k = b - 1; k >= a; --k)
+        if (inside(k)) step(k);
+    }
+  };
+  runOnEveryThread(data.executor, run);
 }
 
 // Per body, independent: the joint's bases, the body's inertia and weight in W
 void bodyTerms(const Model& model, Data& data) {
   Data::Hdca& h = data.hdca;
-  auto range = [&](int b, int e) {
-    for (int i = b + 1; i < e + 1; ++i) {
-      jointBases(model, data, i);
-      const Inertia inertia_W = model.inertias[i].transformed(data.X_WB[i]);
-      inertia_W.matrix(h.inertia[i]);
-      const Vector3 force = inertia_W.mass * model.gravity;
-      h.weight[i].head<3>() = inertia_W.com.cross(force);
-      h.weight[i].tail<3>() = force;
-    }
+  auto body = [&](int i) {
+    jointBases(model, data, i);
+    const Inertia inertia_W = model.inertias[i].transformed(data.X_WB[i]);
+    inertia_W.matrix(h.inertia[i]);
+    const Vector3 force = inertia_W.mass * model.gravity;
+    h.weight[i].head<3>() = inertia_W.com.cross(force);
+    h.weight[i].tail<3>() = force;
   };
-  forItems(data, model.nbodies - 1, range);
+  overBodies(model, data, body);
 }
 
 // Phase 1's matrices up the tree: leaves (the body's mobility Φ with the paths hanging off it
@@ -259,10 +364,12 @@ void assembleMatrices(const Model& model, Data& data) {
     const AssemblyTree::Node& node = tree.nodes[n];
     if (node.left < 0) {
       const int i = node.body;
-      // about the body's origin r₁ (seed 001 (9)): A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ over the paths hanging
-      // off it, whose impulse on it is −W (ξ₁₀ − V) at their top joint's point rⱼ
+      // about the body's origin r₁ (seed 001 (9)), in W's axes
       const Matrix3& R = data.X_WB[i].rotation;
       const Inertia& body = model.inertias[i];
+      Matrix6& mobility = h.mobility[i];
+      // A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ over the paths hanging off it, whose impulse on it is
+      // −W (ξ₁₀ − V) at their top joint's point rⱼ; Φ = A⁻¹ = L⁻ᵀ L⁻¹
       Matrix6 A;
       Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
       for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
@@ -272,36 +379,44 @@ void assembleMatrices(const Model& model, Data& data) {
         for (int col = 0; col < 6; ++col) Z.col(col) = shiftForce(l, Z.col(col));
         A.noalias() += Z * Z.transpose();
       }
-      // Φ = A⁻¹ = L⁻ᵀ L⁻¹; ξ₁₁ = Φ, ξ₁₂ = Φ S₁₂, ξ₂₂ = S₁₂ᵀ Φ S₁₂ (§3.1)
       Matrix6 L, L_inv_t = Matrix6::Identity();
-      cholesky6(A, L);
-      solveTransposedFactor(L, L_inv_t);
-      h.mobility[i].noalias() = L_inv_t * L_inv_t.transpose();
-      const Matrix6 S12 = shiftMatrix(handleOffset(data, i));
-      h.xi11[n] = h.mobility[i];
-      h.xi12[n].noalias() = h.mobility[i] * S12;
-      h.xi22[n].noalias() = S12.transpose() * h.xi12[n];
+      cholesky<6>(A, L);
+      solveTransposedFactor<6>(L, L_inv_t);
+      mobility.noalias() = L_inv_t * L_inv_t.transpose();
+      // ξ₁₁ = Φ, ξ₁₂ = Φ S₁₂, ξ₂₂ = S₁₂ᵀ Φ S₁₂ (§3.1), S₁₂ = [[1, l̃], [0, 1]]
+      const Matrix3 l = skew(handleOffset(data, i));
+      h.xi11[n] = mobility;
+      Matrix6& xi12 = h.xi12[n];
+      xi12 = mobility;
+      xi12.rightCols<3>().noalias() += mobility.leftCols<3>() * l;
+      Matrix6& xi22 = h.xi22[n];
+      xi22 = xi12;
+      xi22.bottomRows<3>().noalias() += l.transpose() * xi12.topRows<3>();
     } else {
       const int L = node.left, R = node.right;
       const Matrix6 psi = h.xi11[R] + h.xi22[L];
-      const Matrix6& Z = h.gain_factor[n];
-      impulseFactor(h, node.joint, psi, h.gain_factor[n]);
-      // (34)–(35) with W = −Z Zᵀ: U = ξ₁₂ᴬ Z, V = ξ₂₁ᴮ Z
-      Matrix6 U, V;
-      U.noalias() = h.xi12[L] * Z;
-      V.noalias() = h.xi12[R].transpose() * Z;
-      h.xi11[n] = h.xi11[L];
-      h.xi11[n].noalias() -= U * U.transpose();
-      h.xi12[n].noalias() = U * V.transpose();
-      h.xi22[n] = h.xi22[R];
-      h.xi22[n].noalias() -= V * V.transpose();
+      withImpulseCount(h.impulse_count[node.joint], [&](auto count) {
+        constexpr int K = decltype(count)::value;
+        // (34)–(35) with W = −Z Zᵀ: U = ξ₁₂ᴬ Z, V = ξ₂₁ᴮ Z, on the joint's K impulse columns
+        Eigen::Matrix<double, 6, K> Z, U, V;
+        impulseFactor<K>(h, node.joint, psi, Z);
+        h.gain_factor[n].leftCols<K>() = Z;
+        h.gain_factor[n].rightCols<6 - K>().setZero();
+        U.noalias() = h.xi12[L] * Z;
+        V.noalias() = h.xi12[R].transpose() * Z;
+        h.xi11[n] = h.xi11[L];
+        h.xi11[n].noalias() -= U * U.transpose();
+        h.xi12[n].noalias() = U * V.transpose();
+        h.xi22[n] = h.xi22[R];
+        h.xi22[n].noalias() -= V * V.transpose();
+      });
     }
     if (isPathRoot(tree, n)) {
       const int top = tree.path_top[n];
-      impulseFactor(h, top, h.xi11[n], h.path_factor[top]);
+      pathFactor(h, top, h.xi11[n], h.path_factor[top]);
     }
   };
-  overLevels(data, tree.up, tree.up_begin, node_step);
+  overTree<true>(data, node_step);
 }
 
 // Phase 1's vectors for momenta p: ξ₁₀, ξ₂₀, β up the tree and the impulses down it, with the
@@ -352,7 +467,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       if constexpr (kLoads) h.load[n] = h.load[L] + h.load[R];  // (58)
     }
   };
-  overLevels(data, tree.up, tree.up_begin, up_step);
+  overTree<true>(data, up_step);
 
   auto down_step = [&](int n) {
     const AssemblyTree::Node& node = tree.nodes[n];
@@ -390,21 +505,19 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       if constexpr (kLoads) h.subtree_load[i] = h.load[n] + h.beyond[n];
     }
   };
-  overLevels(data, tree.down, tree.down_begin, down_step);
+  overTree<false>(data, down_step);
 }
 
 // (23): v = Hᵀ (V₁ᴮ − V₂ᴬ) of the bodies' velocities phase 1 left, both sides at the joint's point
 void jointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd> v) {
   const Data::Hdca& h = data.hdca;
-  auto range = [&](int b, int e) {
-    for (int i = b + 1; i < e + 1; ++i) {
-      const int parent = model.parent[i];
-      Vector6 jump = h.velocity[i];
-      if (parent > 0) jump -= shiftMotion(offset(data, parent, i), h.velocity[parent]);
-      dotColumns(h.local[i], jump, model.nv_joint[i], v.data() + model.idx_v[i]);
-    }
+  auto body = [&](int i) {
+    const int parent = model.parent[i];
+    Vector6 jump = h.velocity[i];
+    if (parent > 0) jump -= shiftMotion(offset(data, parent, i), h.velocity[parent]);
+    dotColumns(h.local[i], jump, model.nv_joint[i], v.data() + model.idx_v[i]);
   };
-  forItems(data, model.nbodies - 1, range);
+  overBodies(model, data, body);
 }
 
 // The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
@@ -439,6 +552,7 @@ void solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
   jointRates(model, data, h.estimate);
   const double tolerance = kResidualTolerance * p.lpNorm<Eigen::Infinity>();
   h.corrections = 0;
+  h.momenta_at_estimate = false;
   for (int step = 0; step < kRefinementSteps; ++step) {
     subtreeMomenta(model, data, h.estimate);
     for (int i = 1; i < model.nbodies; ++i) {
@@ -448,7 +562,10 @@ void solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
       for (int c = 0; c < nv; ++c)
         r[c] = p[iv + c] - r[c] - model.armature[iv + c] * h.estimate[iv + c];
     }
-    if (!(h.residual.lpNorm<Eigen::Infinity>() > tolerance)) break;
+    if (!(h.residual.lpNorm<Eigen::Infinity>() > tolerance)) {
+      h.momenta_at_estimate = true;  // the sweep phase 2 needs, at the v returned
+      break;
+    }
     propagateMomenta<false>(model, data, h.residual);
     jointRates(model, data, h.residual);
     h.estimate += h.residual;
@@ -497,28 +614,34 @@ Vector6 columnRate(const Model& model, const Data::Hdca& h, int i, const Eigen::
 }
 }  // namespace
 
+namespace {
+// (77) from the bodies' velocities and the subtrees' momenta P̄ of v in Data (subtreeMomenta)
+void momentumRatesFromSweep(const Model& model, Data& data, const Eigen::VectorXd& q,
+                            const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
+                            Eigen::VectorXd& p_dot) {
+  const Data::Hdca& h = data.hdca;
+  auto body = [&](int i) {
+    const int nv = model.nv_joint[i], iv = model.idx_v[i];
+    // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRate)
+    for (int c = 0; c < nv; ++c) {
+      const auto s = h.motion[i].col(c);
+      const int d = iv + c;
+      double rate = tau[d] - model.damping[d] * v[d] + s.dot(h.subtree_load[i]) +
+                    columnRate(model, h, i, s).dot(h.momentum[i]);
+      if (nv == 1 && model.stiffness[d] != 0.0)
+        rate -= model.stiffness[d] * (q[model.idx_q[i]] - model.spring_reference[d]);
+      p_dot[d] = rate;
+    }
+  };
+  overBodies(model, data, body);
+}
+}  // namespace
+
 void hdcaMomentumRatesAt(const Model& model, Data& data, const Eigen::VectorXd& q,
                          const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
                          Eigen::VectorXd& p_dot) {
-  // the bodies' velocities and subtrees' momenta P̄ of v
   subtreeMomenta(model, data, v);
-  const Data::Hdca& h = data.hdca;
-  auto range = [&](int b, int e) {
-    for (int i = b + 1; i < e + 1; ++i) {
-      const int nv = model.nv_joint[i], iv = model.idx_v[i];
-      // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRate)
-      for (int c = 0; c < nv; ++c) {
-        const auto s = h.motion[i].col(c);
-        const int d = iv + c;
-        double rate = tau[d] - model.damping[d] * v[d] + s.dot(h.subtree_load[i]) +
-                      columnRate(model, h, i, s).dot(h.momentum[i]);
-        if (nv == 1 && model.stiffness[d] != 0.0)
-          rate -= model.stiffness[d] * (q[model.idx_q[i]] - model.spring_reference[d]);
-        p_dot[d] = rate;
-      }
-    }
-  };
-  forItems(data, model.nbodies - 1, range);
+  momentumRatesFromSweep(model, data, q, v, tau, p_dot);
 }
 
 void hdcaImpulseRates(const Model& model, const Data& data,
@@ -538,7 +661,9 @@ void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
                        Eigen::VectorXd& p_dot) {
   hdcaAssemble(model, data, q);
   solveRefined<true>(model, data, p, v);
-  hdcaMomentumRatesAt(model, data, q, v, tau, p_dot);
+  // the refinement's last residual sweep was at this v unless it ran out of steps
+  if (!data.hdca.momenta_at_estimate) subtreeMomenta(model, data, v);
+  momentumRatesFromSweep(model, data, q, v, tau, p_dot);
 }
 
 void hdcaMomenta(const Model& model, Data& data, const Eigen::VectorXd& q,

@@ -4,12 +4,12 @@
 // the joint velocities v, p = M(q) v. Phase 1 (§2.2) turns p into v by assembling the bodies'
 // two-handle mobility equations (15)–(16) up a binary tree, (27)–(36), and taking them apart,
 // (29); phase 2 (§2.3) gives ṗ from the impulses phase 1 found, (77), with the applied loads
-// accumulated over the same tree, (70)–(76). Both run level by level on Data::executor.
+// accumulated over the same tree, (70)–(76). Each pass over the tree is split among the threads
+// of Data::executor (docs/HDCA.md, "Threads").
 //
-// Representation (docs/HDCA.md): every spatial vector in W about W's origin, as the rest of the
-// engine. All handles of a body then share one velocity, the paper's shift matrices S₁₂ are the
-// identity, and momentum about that fixed point changes only by the applied loads: its Ṡ terms
-// vanish. Trees (any joint type, armature, joint damping and springs) of bodies with invertible
+// Representation (docs/HDCA.md): phase 1 about each body's handles, the points where it meets its
+// neighbours, in W's axes (the paper's shifts S₁₂); phase 2 about W's origin, where momentum
+// changes only by the applied loads and no Ṡ terms appear. Trees (any joint type, armature, joint damping and springs) of bodies with invertible
 // spatial inertia; closed loops at velocity level by engine/algorithms/hdca_loops.h (augmented
 // momenta, seed 001 (6)–(8)), or at acceleration level through the constraint stage on
 // hdcaInverseInertia.

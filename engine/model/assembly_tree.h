@@ -49,6 +49,20 @@ struct AssemblyTree {
   /// of the body the path hangs off.
   std::vector<int> down, down_begin;
 
+  /// [nodes] the node that reads a node's result on the way up and writes what it reads on the
+  /// way down: a compound's parent; for a path's root, the leaf of the body the path hangs off;
+  /// −1 for the roots of the world's paths.
+  std::vector<int> consumer;
+  /// Every node once, each after the nodes it consumes (a post-order: a compound after its
+  /// children, a leaf after the roots of the paths hanging off its body), so that every subtree is
+  /// a contiguous range; and the running sum of the nodes' relative costs along it (post_weight[k]:
+  /// of post[0 … k − 1], nodes + 1 entries). Threads take contiguous ranges of equal cost.
+  std::vector<int> post;
+  std::vector<double> post_weight;
+  /// [nodes] where the subtree of post[k] begins in the post-order (its nodes: post[subtree_begin[k]]
+  /// … post[k]): a thread's range [a, b) finishes the nodes whose subtree lies inside it first
+  std::vector<int> subtree_begin;
+
   int upLevels() const { return static_cast<int>(up_begin.size()) - 1; }
   int downLevels() const { return static_cast<int>(down_begin.size()) - 1; }
 };

@@ -69,6 +69,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
     for (auto* per_node : {&hdca.xi10, &hdca.xi20, &hdca.beta, &hdca.T1, &hdca.T2, &hdca.load,
                            &hdca.beyond})
       per_node->assign(nn, Vector6::Zero());
+    hdca.finished.assign(nn, 0);
     hdca.rhs = hdca.estimate = hdca.residual = Eigen::VectorXd::Zero(model.nv);
   }
   if (!model.has_flexible_bodies) return;

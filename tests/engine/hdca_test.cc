@@ -133,6 +133,54 @@ TEST(Hdca, AssemblyTreeOfAChainHasLogarithmicLevels) {
   EXPECT_LE(buildAssemblyTree(binary).upLevels(), 60);
 }
 
+// The schedule the threads share a pass by (engine/model/assembly_tree.h): the post-order holds
+// every node once, each after the nodes it reads on the way up and before its consumer; each
+// node's subtree is the contiguous range ending at it, made of its children's ranges
+TEST(Hdca, AssemblyTreePostOrderKeepsSubtreesContiguous) {
+  SystemSpec spec;
+  spec.bodies = 300;
+  std::vector<Model> models{generateSystem(spec, "chain")};
+  spec.shape = GeneratedShape::kTree;
+  models.push_back(generateSystem(spec, "binary"));
+  for (const Model& model : randomTrees()) models.push_back(model);
+  for (const Model& model : models) {
+    for (const AssemblyOrder order : {AssemblyOrder::kBalanced, AssemblyOrder::kSequential}) {
+      const AssemblyTree tree = buildAssemblyTree(model, order);
+      const int nodes = static_cast<int>(tree.nodes.size());
+      ASSERT_EQ(static_cast<int>(tree.post.size()), nodes) << model.name;
+      std::vector<int> position(nodes, -1);
+      for (int k = 0; k < nodes; ++k) {
+        ASSERT_EQ(position[tree.post[k]], -1) << model.name << ": twice";
+        position[tree.post[k]] = k;
+      }
+      ASSERT_EQ(tree.post_weight.size(), tree.post.size() + 1);
+      for (int k = 0; k < nodes; ++k) {
+        const int n = tree.post[k];
+        const AssemblyTree::Node& node = tree.nodes[n];
+        std::vector<int> children;
+        if (node.left >= 0) {
+          children = {node.left, node.right};
+        } else {
+          for (int c = tree.light_begin[node.body]; c < tree.light_begin[node.body + 1]; ++c)
+            children.push_back(tree.path_root[tree.light[c]]);
+        }
+        int size = 1;
+        for (int c : children) {
+          EXPECT_LT(position[c], k) << model.name;
+          EXPECT_EQ(tree.consumer[c], n) << model.name;
+          size += position[c] - tree.subtree_begin[position[c]] + 1;
+        }
+        EXPECT_EQ(k - tree.subtree_begin[k] + 1, size) << model.name << " node " << n;
+        EXPECT_GT(tree.post_weight[k + 1], tree.post_weight[k]);
+        if (tree.consumer[n] < 0) {  // a root of the world's paths: its body hangs off the world
+          EXPECT_EQ(tree.path_root[tree.path_top[n]], n);
+          EXPECT_LE(model.parent[tree.path_top[n]], 0);
+        }
+      }
+    }
+  }
+}
+
 // The Simulator's RK4 on (q, p) against aba's RK4 on (q, v): the same fourth-order method on two
 // coordinate sets, each within O(h⁴) of the exact motion, so their difference after 0.5 s falls
 // 16-fold when h halves (at least 10-fold is asserted: the next order's share at these steps);

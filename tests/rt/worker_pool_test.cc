@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -43,23 +44,51 @@ TEST(WorkerPool, SleepingWorkersAreWokenForTheNextCall) {
   EXPECT_EQ(pool.calls(), 50u);
 }
 
+TEST(WorkerPool, RunOnEveryThreadRunsItsItemsAtTheSameTime) {
+  // each item waits until every item has started: it returns only if they all run at once
+  for (int threads : {1, 2, 3, 4}) {
+    WorkerPool pool(threads);
+    std::atomic<int> started{0};
+    std::vector<std::atomic<int>> seen(threads);
+    std::atomic<bool> all_met{true};
+    auto body = [&](int begin, int end) {
+      for (int k = begin; k < end; ++k) {
+        seen[k].fetch_add(1, std::memory_order_relaxed);
+        started.fetch_add(1, std::memory_order_acq_rel);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (started.load(std::memory_order_acquire) < threads)
+          if (std::chrono::steady_clock::now() > deadline) {
+            all_met.store(false);
+            break;
+          }
+      }
+    };
+    runOnEveryThread(&pool, body);
+    EXPECT_TRUE(all_met.load()) << threads;
+    for (int t = 0; t < threads; ++t) EXPECT_EQ(seen[t].load(), 1) << threads;
+  }
+}
+
 std::vector<std::shared_ptr<Model>> parallelModels() {
   std::vector<std::shared_ptr<Model>> out;
   for (GeneratedShape shape : {GeneratedShape::kTree, GeneratedShape::kChain}) {
     SystemSpec spec;
     spec.shape = shape;
-    spec.bodies = shape == GeneratedShape::kTree ? 127 : 64;
+    // 519 and 525 nodes: every pass split among the threads (a tree has fewer compounds)
+    spec.bodies = shape == GeneratedShape::kTree ? 350 : 260;
     out.push_back(std::make_shared<Model>(generateSystem(spec, generatedShapeName(shape).data())));
   }
-  out.push_back(std::make_shared<Model>(test::pinnedArc(64)));
+  out.push_back(std::make_shared<Model>(test::pinnedArc(260)));
   return out;
 }
 
-// A 127-body binary tree, a 64-body chain and the 64-body chain pinned into a loop under hdca's
-// RK4 (q, p), levels of 8 and more nodes on the workers: the same q and v, bit for bit, on 1, 2
-// and 4 threads
+// A 350-body binary tree, a 260-body chain and a 260-body arc pinned into a loop under hdca's
+// RK4 (q, p), every pass of the assembly tree split among the threads: the same q and v, bit for
+// bit, on 1, 2 and 4 threads
 TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
   for (const auto& model : parallelModels()) {
+    // hdca splits a pass among the threads from 512 nodes of the assembly tree
+    ASSERT_GE(buildAssemblyTree(*model).nodes.size(), 512u) << model->name;
     std::vector<Eigen::VectorXd> q, v;
     for (int threads : {1, 2, 4}) {
       WorkerPool pool(threads);
@@ -67,7 +96,7 @@ TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
       sim.setExecutor(&pool);
       ASSERT_TRUE(sim.momentumState());
       const Eigen::VectorXd tau = Eigen::VectorXd::Constant(model->nv, 0.1);
-      for (int k = 0; k < 10; ++k) sim.step(tau);
+      for (int k = 0; k < 4; ++k) sim.step(tau);
       q.push_back(sim.q());
       v.push_back(sim.v());
     }
@@ -79,7 +108,7 @@ TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
   }
 }
 
-// Runs fn once on each of the pool's threads (its static shares: item k on thread k), and
+// Runs fn once on each of the pool's threads (runOnEveryThread: item k on thread k), and
 // checks that they were distinct threads; allocates nothing (it turns the counting on and off)
 template <typename Fn>
 void onEveryThread(WorkerPool& pool, Fn fn) {
@@ -91,7 +120,7 @@ void onEveryThread(WorkerPool& pool, Fn fn) {
       ran_on[k] = std::this_thread::get_id();
     }
   };
-  parallelFor(&pool, pool.concurrency(), body);
+  runOnEveryThread(&pool, body);
   for (int a = 0; a < pool.concurrency(); ++a)
     for (int b = 0; b < a; ++b) EXPECT_NE(ran_on[a], ran_on[b]);
 }
@@ -101,9 +130,9 @@ TEST(WorkerPool, ParallelHdcaStepsAllocateNothingOnAnyThread) {
   if (!test::kAllocationHooks) GTEST_SKIP() << "allocation hooks are off in this build";
   SystemSpec spec;
   spec.shape = GeneratedShape::kTree;
-  spec.bodies = 31;
+  spec.bodies = 350;  // 525 nodes, the loop 599: every pass split among the threads
   for (const auto& model : {std::make_shared<Model>(generateSystem(spec, "tree")),
-                            std::make_shared<Model>(test::pinnedArc(32))}) {
+                            std::make_shared<Model>(test::pinnedArc(300))}) {
     WorkerPool pool(2);
     Simulator sim(model, Formulation::kHdca, Integrator::kRk4, 1e-3);
     sim.setExecutor(&pool);
