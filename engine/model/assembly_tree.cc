@@ -173,6 +173,33 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
   };
   for (int k = tree.light_begin[0]; k < tree.light_begin[1]; ++k)
     postOrder(postOrder, tree.path_root[tree.light[k]]);
+  // renumber the nodes in that order, so that the node data a thread's range of it touches is
+  // contiguous in memory (no arithmetic depends on the numbering)
+  {
+    std::vector<int> id(nn);
+    for (int k = 0; k < nn; ++k) id[tree.post[k]] = k;
+    const auto remap = [&](int n) { return n < 0 ? n : id[n]; };
+    std::vector<AssemblyTree::Node> nodes(nn);
+    std::vector<int> path_top(nn), consumer(nn), level_up(nn), level_down(nn);
+    for (int n = 0; n < nn; ++n) {
+      AssemblyTree::Node node = tree.nodes[n];
+      node.left = remap(node.left);
+      node.right = remap(node.right);
+      nodes[id[n]] = node;
+      path_top[id[n]] = tree.path_top[n];
+      consumer[id[n]] = remap(tree.consumer[n]);
+      level_up[id[n]] = up_level[n];
+      level_down[id[n]] = down_level[n];
+    }
+    tree.nodes = std::move(nodes);
+    tree.path_top = std::move(path_top);
+    tree.consumer = std::move(consumer);
+    for (int& n : tree.leaf) n = remap(n);
+    for (int& n : tree.path_root) n = remap(n);
+    for (int k = 0; k < nn; ++k) tree.post[k] = k;
+    groupByLevel(level_up, tree.up, tree.up_begin);
+    groupByLevel(level_down, tree.down, tree.down_begin);
+  }
   // a compound's work (a joint's impulse factor and three 6 × 6 updates) is about twice a
   // leaf's (a mobility and its two shifts)
   tree.post_weight.assign(nn + 1, 0.0);

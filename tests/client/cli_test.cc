@@ -844,8 +844,9 @@ TEST_F(CliTest, ASolverThatCannotRunAModelIsRefusedWithTheReason) {
 }
 
 TEST_F(CliTest, SimulateRunsHdcaOnThreadsWithTheSameResult) {
-  // a generated 64-link chain: hdca's RK4 on (q, p), one run on one thread and one on two
-  writeFile(path("chain.yaml"), "generate: {shape: chain, bodies: 64}\n");
+  // a generated 300-link chain (599 assembly nodes: every pass split between the two threads):
+  // hdca's RK4 on (q, p), one run on one thread and one on two
+  writeFile(path("chain.yaml"), "generate: {shape: chain, bodies: 300}\n");
   std::string final_state[2];
   for (int k = 0; k < 2; ++k) {
     const std::string threads = k == 0 ? "1" : "2";
