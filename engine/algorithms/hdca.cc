@@ -241,15 +241,15 @@ bool isPathRoot(const AssemblyTree& tree, int node) {
 constexpr int kMinParallelNodes = 512;
 
 int threadCount(const Data& data) {
-  const int nodes = static_cast<int>(data.hdca.tree.post.size());
+  const int nodes = static_cast<int>(data.hdca.tree.nodes.size());
   if (data.executor == nullptr || nodes < kMinParallelNodes) return 1;
   return data.executor->concurrency();
 }
 
-// The first post-order position of thread t's range among `threads`: equal shares of the nodes'
-// cost (post_weight)
+// The first node of thread t's range among `threads` (the nodes are numbered in post-order):
+// equal shares of their cost (post_weight)
 int rangeBegin(const AssemblyTree& tree, int threads, int t) {
-  if (t == threads) return static_cast<int>(tree.post.size());
+  if (t == threads) return static_cast<int>(tree.nodes.size());
   const double target = tree.post_weight.back() * t / threads;
   return static_cast<int>(
       std::lower_bound(tree.post_weight.begin(), tree.post_weight.end() - 1, target) -
@@ -270,7 +270,7 @@ void overBodies(const Model& model, Data& data, Body& body) {
   auto run = [&](int t, int) {
     const int end = rangeBegin(tree, threads, t + 1);
     for (int k = rangeBegin(tree, threads, t); k < end; ++k) {
-      const AssemblyTree::Node& node = tree.nodes[tree.post[k]];
+      const AssemblyTree::Node& node = tree.nodes[k];
       if (node.left < 0) body(node.body);
     }
   };
@@ -290,13 +290,13 @@ template <bool kUp, typename Body>
 void overTree(Data& data, Body& body) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
-  const int nodes = static_cast<int>(tree.post.size());
+  const int nodes = static_cast<int>(tree.nodes.size());
   const int threads = threadCount(data);
   if (threads == 1) {
     if constexpr (kUp)
-      for (int k = 0; k < nodes; ++k) body(tree.post[k]);
+      for (int n = 0; n < nodes; ++n) body(n);
     else
-      for (int k = nodes - 1; k >= 0; --k) body(tree.post[k]);
+      for (int n = nodes - 1; n >= 0; --n) body(n);
     return;
   }
   const std::uint32_t pass = ++h.pass;
@@ -305,8 +305,7 @@ void overTree(Data& data, Body& body) {
     std::atomic_ref<std::uint32_t> stamp(finished[n]);
     while (stamp.load(std::memory_order_acquire) != pass) spinPause();
   };
-  const auto step = [&](int k) {
-    const int n = tree.post[k];
+  const auto step = [&](int n) {
     if constexpr (kUp) {
       const AssemblyTree::Node& node = tree.nodes[n];
       if (node.left >= 0) {
@@ -324,17 +323,17 @@ void overTree(Data& data, Body& body) {
   };
   auto run = [&](int t, int) {
     const int a = rangeBegin(tree, threads, t), b = rangeBegin(tree, threads, t + 1);
-    const auto inside = [&](int k) { return tree.subtree_begin[k] >= a; };
+    const auto inside = [&](int n) { return tree.subtree_begin[n] >= a; };
     if constexpr (kUp) {
-      for (int k = a; k < b; ++k)
-        if (inside(k)) step(k);
-      for (int k = a; k < b; ++k)
-        if (!inside(k)) step(k);
+      for (int n = a; n < b; ++n)
+        if (inside(n)) step(n);
+      for (int n = a; n < b; ++n)
+        if (!inside(n)) step(n);
     } else {
-      for (int k = b - 1; k >= a; --k)
-        if (!inside(k)) step(k);
-      for (int k = b - 1; k >= a; --k)
-        if (inside(k)) step(k);
+      for (int n = b - 1; n >= a; --n)
+        if (!inside(n)) step(n);
+      for (int n = b - 1; n >= a; --n)
+        if (inside(n)) step(n);
     }
   };
   runOnEveryThread(data.executor, run);
@@ -398,10 +397,9 @@ void assembleMatrices(const Model& model, Data& data) {
       withImpulseCount(h.impulse_count[node.joint], [&](auto count) {
         constexpr int K = decltype(count)::value;
         // (34)–(35) with W = −Z Zᵀ: U = ξ₁₂ᴬ Z, V = ξ₂₁ᴮ Z, on the joint's K impulse columns
-        Eigen::Matrix<double, 6, K> Z, U, V;
-        impulseFactor<K>(h, node.joint, psi, Z);
-        h.gain_factor[n].leftCols<K>() = Z;
-        h.gain_factor[n].rightCols<6 - K>().setZero();
+        impulseFactorPadded<K>(h, node.joint, psi, h.gain_factor[n]);
+        const auto Z = h.gain_factor[n].leftCols<K>();
+        Eigen::Matrix<double, 6, K> U, V;
         U.noalias() = h.xi12[L] * Z;
         V.noalias() = h.xi12[R].transpose() * Z;
         h.xi11[n] = h.xi11[L];
@@ -541,18 +539,19 @@ void subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen
 // most kRefinementSteps times. The mobility form subtracts where a light body carries a heavy one
 // and loses digits in proportion (1e-5 relative on a random 18-body chain, docs/HDCA.md
 // "Accuracy"); p − M v costs one O(n) sweep, a correction one vector pass of the tree. With
-// kLoads, the applied loads' subtree sums as well. `p` and `v` may be the same vector.
+// kLoads, the applied loads' subtree sums as well. `p` and `v` may be the same vector. Returns
+// whether the sweep in Data (velocity_W, momentum) is that of the v returned, as phase 2 needs.
 constexpr int kRefinementSteps = 2;
 constexpr double kResidualTolerance = 1e-14;  // of |p|∞: the sweep's own round-off is ~1e-15
 template <bool kLoads>
-void solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
+bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
                   Eigen::Ref<Eigen::VectorXd> v) {
   Data::Hdca& h = data.hdca;
   propagateMomenta<kLoads>(model, data, p);
   jointRates(model, data, h.estimate);
   const double tolerance = kResidualTolerance * p.lpNorm<Eigen::Infinity>();
   h.corrections = 0;
-  h.momenta_at_estimate = false;
+  bool swept_at_estimate = false;
   for (int step = 0; step < kRefinementSteps; ++step) {
     subtreeMomenta(model, data, h.estimate);
     for (int i = 1; i < model.nbodies; ++i) {
@@ -563,7 +562,7 @@ void solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
         r[c] = p[iv + c] - r[c] - model.armature[iv + c] * h.estimate[iv + c];
     }
     if (!(h.residual.lpNorm<Eigen::Infinity>() > tolerance)) {
-      h.momenta_at_estimate = true;  // the sweep phase 2 needs, at the v returned
+      swept_at_estimate = true;
       break;
     }
     propagateMomenta<false>(model, data, h.residual);
@@ -572,6 +571,7 @@ void solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
     ++h.corrections;
   }
   v = h.estimate;  // p is no longer read: v may be p
+  return swept_at_estimate;
 }
 
 }  // namespace
@@ -660,9 +660,8 @@ void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
                        const Eigen::VectorXd& p, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
                        Eigen::VectorXd& p_dot) {
   hdcaAssemble(model, data, q);
-  solveRefined<true>(model, data, p, v);
   // the refinement's last residual sweep was at this v unless it ran out of steps
-  if (!data.hdca.momenta_at_estimate) subtreeMomenta(model, data, v);
+  if (!solveRefined<true>(model, data, p, v)) subtreeMomenta(model, data, v);
   momentumRatesFromSweep(model, data, q, v, tau, p_dot);
 }
 

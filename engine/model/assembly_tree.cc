@@ -127,7 +127,6 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
   };
   for (int top = nb - 1; top >= 1; --top)
     if (tree.path_root[top] >= 0) upLevel(upLevel, tree.path_root[top]);
-  groupByLevel(up_level, tree.up, tree.up_begin);
 
   // disassembly levels: paths in increasing order of their top, each root after the leaf of the
   // body it hangs off (the world's paths first)
@@ -144,9 +143,9 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
     const int p = std::max(model.parent[top], 0);
     downLevel(downLevel, tree.path_root[top], p == 0 ? 0 : down_level[tree.leaf[p]] + 1);
   }
-  groupByLevel(down_level, tree.down, tree.down_begin);
 
-  // consumers and the post-order, the world's paths in order of their top body
+  // consumers and the post-order (the world's paths in order of their top body), in which the
+  // nodes are then numbered
   tree.consumer.assign(nn, -1);
   for (int n = 0; n < nn; ++n) {
     const AssemblyTree::Node& node = tree.nodes[n];
@@ -155,11 +154,11 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
   for (int top = 1; top < nb; ++top)
     if (tree.path_root[top] >= 0 && model.parent[top] > 0)
       tree.consumer[tree.path_root[top]] = tree.leaf[model.parent[top]];
-  tree.post.clear();
-  tree.post.reserve(nn);
+  std::vector<int> post;
+  post.reserve(nn);
   tree.subtree_begin.assign(nn, 0);
   const auto postOrder = [&](auto&& self, int n) -> void {
-    const int begin = static_cast<int>(tree.post.size());
+    const int begin = static_cast<int>(post.size());
     const AssemblyTree::Node& node = tree.nodes[n];
     if (node.left >= 0) {
       self(self, node.left);
@@ -168,16 +167,16 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
       for (int k = tree.light_begin[node.body]; k < tree.light_begin[node.body + 1]; ++k)
         self(self, tree.path_root[tree.light[k]]);
     }
-    tree.subtree_begin[tree.post.size()] = begin;
-    tree.post.push_back(n);
+    tree.subtree_begin[post.size()] = begin;
+    post.push_back(n);
   };
   for (int k = tree.light_begin[0]; k < tree.light_begin[1]; ++k)
     postOrder(postOrder, tree.path_root[tree.light[k]]);
-  // renumber the nodes in that order, so that the node data a thread's range of it touches is
-  // contiguous in memory (no arithmetic depends on the numbering)
+  // node post[k] becomes node k: the node data a thread's range touches is contiguous in memory
+  // (no arithmetic depends on the numbering)
   {
     std::vector<int> id(nn);
-    for (int k = 0; k < nn; ++k) id[tree.post[k]] = k;
+    for (int k = 0; k < nn; ++k) id[post[k]] = k;
     const auto remap = [&](int n) { return n < 0 ? n : id[n]; };
     std::vector<AssemblyTree::Node> nodes(nn);
     std::vector<int> path_top(nn), consumer(nn), level_up(nn), level_down(nn);
@@ -196,7 +195,6 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
     tree.consumer = std::move(consumer);
     for (int& n : tree.leaf) n = remap(n);
     for (int& n : tree.path_root) n = remap(n);
-    for (int k = 0; k < nn; ++k) tree.post[k] = k;
     groupByLevel(level_up, tree.up, tree.up_begin);
     groupByLevel(level_down, tree.down, tree.down_begin);
   }
@@ -204,7 +202,7 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
   // leaf's (a mobility and its two shifts)
   tree.post_weight.assign(nn + 1, 0.0);
   for (int k = 0; k < nn; ++k)
-    tree.post_weight[k + 1] = tree.post_weight[k] + (tree.nodes[tree.post[k]].left >= 0 ? 2.0 : 1.0);
+    tree.post_weight[k + 1] = tree.post_weight[k] + (tree.nodes[k].left >= 0 ? 2.0 : 1.0);
   return tree;
 }
 

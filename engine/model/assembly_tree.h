@@ -53,14 +53,14 @@ struct AssemblyTree {
   /// way down: a compound's parent; for a path's root, the leaf of the body the path hangs off;
   /// −1 for the roots of the world's paths.
   std::vector<int> consumer;
-  /// Every node once, each after the nodes it consumes (a post-order: a compound after its
-  /// children, a leaf after the roots of the paths hanging off its body), so that every subtree is
-  /// a contiguous range; and the running sum of the nodes' relative costs along it (post_weight[k]:
-  /// of post[0 … k − 1], nodes + 1 entries). Threads take contiguous ranges of equal cost.
-  std::vector<int> post;
+  // The nodes are numbered in a post-order: each after the nodes it consumes (a compound after
+  // its children, a leaf after the roots of the paths hanging off its body), so that every
+  // subtree is a contiguous range of numbers ending at its root.
+  /// The running sum of the nodes' relative costs in that order (post_weight[k]: of nodes
+  /// 0 … k − 1; nodes + 1 entries). Threads take contiguous ranges of equal cost.
   std::vector<double> post_weight;
-  /// [nodes] where the subtree of post[k] begins in the post-order (its nodes: post[subtree_begin[k]]
-  /// … post[k]): a thread's range [a, b) finishes the nodes whose subtree lies inside it first
+  /// [nodes] the first node of node k's subtree (its nodes: subtree_begin[k] … k): a thread's
+  /// range [a, b) finishes the nodes whose subtree lies inside it first
   std::vector<int> subtree_begin;
 
   int upLevels() const { return static_cast<int>(up_begin.size()) - 1; }

@@ -155,8 +155,6 @@ struct Data {
     std::vector<Vector6> momentum;      ///< [nbodies] the subtree's momentum Σ I V (refinement)
     Eigen::VectorXd rhs, estimate, residual;  ///< nv scratch
     int corrections = 0;  ///< refinement steps the last solve took (docs/HDCA.md, "Accuracy")
-    /// velocity_W and momentum hold the sweep of the v the last solve returned
-    bool momenta_at_estimate = false;
     /// [nodes] the pass in which each node was last finished, and the current pass: on several
     /// threads a node waits for the nodes it reads by these stamps (std::atomic_ref)
     std::vector<std::uint32_t> finished;

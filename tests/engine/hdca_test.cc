@@ -133,9 +133,9 @@ TEST(Hdca, AssemblyTreeOfAChainHasLogarithmicLevels) {
   EXPECT_LE(buildAssemblyTree(binary).upLevels(), 60);
 }
 
-// The schedule the threads share a pass by (engine/model/assembly_tree.h): the post-order holds
-// every node once, each after the nodes it reads on the way up and before its consumer; each
-// node's subtree is the contiguous range ending at it, made of its children's ranges
+// The schedule the threads share a pass by (engine/model/assembly_tree.h): the nodes are numbered
+// in a post-order, each after the nodes it reads on the way up and before its consumer; each
+// node's subtree is the contiguous range of numbers ending at it, made of its children's ranges
 TEST(Hdca, AssemblyTreePostOrderKeepsSubtreesContiguous) {
   SystemSpec spec;
   spec.bodies = 300;
@@ -147,15 +147,9 @@ TEST(Hdca, AssemblyTreePostOrderKeepsSubtreesContiguous) {
     for (const AssemblyOrder order : {AssemblyOrder::kBalanced, AssemblyOrder::kSequential}) {
       const AssemblyTree tree = buildAssemblyTree(model, order);
       const int nodes = static_cast<int>(tree.nodes.size());
-      ASSERT_EQ(static_cast<int>(tree.post.size()), nodes) << model.name;
-      std::vector<int> position(nodes, -1);
-      for (int k = 0; k < nodes; ++k) {
-        ASSERT_EQ(position[tree.post[k]], -1) << model.name << ": twice";
-        position[tree.post[k]] = k;
-      }
-      ASSERT_EQ(tree.post_weight.size(), tree.post.size() + 1);
-      for (int k = 0; k < nodes; ++k) {
-        const int n = tree.post[k];
+      ASSERT_EQ(tree.post_weight.size(), tree.nodes.size() + 1);
+      for (int i = 1; i < model.nbodies; ++i) EXPECT_EQ(tree.nodes[tree.leaf[i]].body, i);
+      for (int n = 0; n < nodes; ++n) {
         const AssemblyTree::Node& node = tree.nodes[n];
         std::vector<int> children;
         if (node.left >= 0) {
@@ -166,12 +160,12 @@ TEST(Hdca, AssemblyTreePostOrderKeepsSubtreesContiguous) {
         }
         int size = 1;
         for (int c : children) {
-          EXPECT_LT(position[c], k) << model.name;
+          EXPECT_LT(c, n) << model.name;
           EXPECT_EQ(tree.consumer[c], n) << model.name;
-          size += position[c] - tree.subtree_begin[position[c]] + 1;
+          size += c - tree.subtree_begin[c] + 1;
         }
-        EXPECT_EQ(k - tree.subtree_begin[k] + 1, size) << model.name << " node " << n;
-        EXPECT_GT(tree.post_weight[k + 1], tree.post_weight[k]);
+        EXPECT_EQ(n - tree.subtree_begin[n] + 1, size) << model.name << " node " << n;
+        EXPECT_GT(tree.post_weight[n + 1], tree.post_weight[n]);
         if (tree.consumer[n] < 0) {  // a root of the world's paths: its body hangs off the world
           EXPECT_EQ(tree.path_root[tree.path_top[n]], n);
           EXPECT_LE(model.parent[tree.path_top[n]], 0);
