@@ -28,6 +28,16 @@ inline void futexWait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
           nullptr, 0);
 }
 
+/// Blocks while `word` == `expected`, until the absolute CLOCK_MONOTONIC time `until` [ns]
+/// (FUTEX_WAIT_BITSET: the same timer as clock_nanosleep with TIMER_ABSTIME, so a worker sleeping
+/// to its next release can still be woken at once). Callers re-check their condition.
+inline void futexWaitUntil(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                           Nanoseconds until) noexcept {
+  const timespec ts = toTimespec(until < 0 ? 0 : until);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_BITSET_PRIVATE, expected,
+          &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
+}
+
 /// Wakes every thread blocked in futexWait on `word`.
 inline void futexWakeAll(std::atomic<std::uint32_t>& word) noexcept {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,

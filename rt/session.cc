@@ -1,134 +1,86 @@
 #include "rt/session.h"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cmath>
-#include <sstream>
+#include <cassert>
 
 #include "rt/futex.h"
+#include "rt/worker_set.h"
 
 namespace hilsim::rt {
 
-namespace {
-
-constexpr double kMinRate = 100.0;
-constexpr double kMaxRate = 10'000.0;
-/// How long an idle RT thread sleeps before it re-checks its flags; wake-ups normally come
-/// through the futex at once.
-constexpr Nanoseconds kIdlePoll = 100'000'000;
-
-void validate(const SessionConfig& c) {
-  auto fail = [](const std::string& why) { throw SessionError("session config: " + why); };
-  if (!c.model) fail("no model");
-  const Model& m = *c.model;
-  if (m.nq > kMaxCoordinates || m.nv > kMaxCoordinates) {
-    fail("model has nq = " + std::to_string(m.nq) + ", nv = " + std::to_string(m.nv) +
-         "; sessions hold at most " + std::to_string(kMaxCoordinates) + " coordinates");
-  }
-  if (!(c.control_rate >= kMinRate && c.control_rate <= kMaxRate)) {
-    std::ostringstream why;
-    why << "control_rate " << c.control_rate << " Hz is outside 100 to 10000 Hz";
-    fail(why.str());
-  }
-  if (c.substeps < 1 || c.substeps > 1000) {
-    fail("substeps " + std::to_string(c.substeps) + " is outside 1 to 1000");
-  }
-  if (const std::string why = checkSimulatorChoice(m, c.formulation, c.integrator); !why.empty())
-    fail(why);
-  if (c.threads < 1 || c.threads > 64) fail("threads " + std::to_string(c.threads) + " is outside 1 to 64");
-  if (const std::string why = checkThreads(c.formulation, c.threads); !why.empty())
-    fail("threads " + std::to_string(c.threads) + ": " + why);
-  if (c.watchdog.missed_cycles_limit < 1) fail("watchdog missed_cycles_limit must be ≥ 1");
-  if (!(c.watchdog.damping_gain >= 0.0) || !std::isfinite(c.watchdog.damping_gain)) {
-    fail("watchdog damping_gain must be a finite number ≥ 0");
-  }
-  if (c.max_catch_up < 0) fail("max_catch_up must be ≥ 0");
-  if (!(c.max_speed > 0.0)) fail("max_speed must be > 0");
-  if (c.command_capacity < 1) fail("command_capacity must be ≥ 1");
-  if (m.contact_spheres.size() > static_cast<std::size_t>(kMaxContacts)) {
-    fail("model has " + std::to_string(m.contact_spheres.size()) +
-         " contact spheres; sessions hold at most " + std::to_string(kMaxContacts));
-  }
-  if (c.initial_q && (c.initial_q->size() != m.nq || !c.initial_q->allFinite())) {
-    fail("initial q must hold nq = " + std::to_string(m.nq) + " finite numbers");
-  }
-  if (c.initial_v && (c.initial_v->size() != m.nv || !c.initial_v->allFinite())) {
-    fail("initial v must hold nv = " + std::to_string(m.nv) + " finite numbers");
-  }
-}
-
-SessionConfig validated(SessionConfig c) {
-  validate(c);
-  return c;
-}
-
-}  // namespace
-
-Session::Session(SessionConfig config, EventLogger* events)
-    : config_(validated(std::move(config))),
-      period_(static_cast<Nanoseconds>(std::llround(1e9 / config_.control_rate))),
-      pool_(config_.threads > 1 ? std::make_unique<WorkerPool>(config_.threads) : nullptr),
-      simulator_(config_.model, config_.formulation, config_.integrator,
-                 1.0 / (config_.control_rate * config_.substeps)),
-      q0_(config_.initial_q.value_or(config_.model->initialConfiguration())),
-      v0_(config_.initial_v.value_or(Eigen::VectorXd::Zero(config_.model->nv))),
-      held_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
-      applied_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
-      row_stage_(dynamic_cast<const ConstraintRowStage*>(simulator_.constraints())),
-      row_forces_(*config_.model),
-      limit_cycles_(static_cast<std::size_t>(config_.model->nv), 0),
-      watchdog_(config_.watchdog),
-      commands_(config_.command_capacity),
-      events_(std::make_shared<EventQueue>()),
-      logger_(events) {
-  simulator_.setExecutor(pool_.get());
-  restoreInitialState(q0_, v0_);
-  if (logger_) {
-    std::vector<std::string> closures;
-    for (const LoopClosure& loop : config_.model->loops) closures.push_back(loop.name);
-    logger_->attach(events_, config_.name, std::move(closures));
+Session::Session(SessionConfig config, EventLogger* events, WorkerSet* workers)
+    : SessionCore(std::move(config), events) {
+  if (workers != nullptr && !config_.dedicated_thread) {
+    measureCycleCost();
+    shared_ = workers->place(*this);  // throws AdmissionError
+    worker_index_.store(shared_->index(), std::memory_order_relaxed);
+    setRunner(shared_);
   }
 }
 
 Session::~Session() {
   stop();
-  joinRtThread();
-  if (logger_) logger_->detach(events_.get());
+  std::lock_guard lock(control_mutex_);
+  detach();
+  if (shared_ != nullptr) shared_->unassign(*this);
+  setRunner(nullptr);
+  dedicated_.reset();  // joins its thread
 }
-
-// ---------------------------------------------------------------------------------------------
-// control (non-RT threads)
-
-bool Session::transition(SessionState from, SessionState to) {
-  SessionState expected = from;
-  if (!state_.compare_exchange_strong(expected, to, std::memory_order_acq_rel)) return false;
-  spdlog::info("{}: state {} → {}", config_.name, sessionStateName(from), sessionStateName(to));
-  return true;
-}
-
-void Session::setFailReason(std::string reason) { fail_reason_ = std::move(reason); }
 
 std::string Session::failReason() const {
   std::lock_guard lock(control_mutex_);
   return fail_reason_;
 }
 
-void Session::wakeRtThread() {
-  // The counter always moves (a sleeper that read it before sees the change and does not
-  // sleep); the system call only when the RT thread sleeps or is about to.
-  rt_wake_.fetch_add(1, std::memory_order_seq_cst);
-  if (rt_sleeping_.load(std::memory_order_seq_cst)) futexWakeAll(rt_wake_);
+std::vector<SetupStep> Session::setupReport() const {
+  std::lock_guard lock(control_mutex_);
+  if (dedicated_) return dedicated_->setupReport();
+  if (shared_ != nullptr) return shared_->setupReport();
+  return {};
+}
+
+void Session::attach() {
+  if (attached_) return;
+  Worker* worker = shared_;
+  if (worker == nullptr) {
+    if (!dedicated_) {
+      WorkerConfig dedicated;
+      dedicated.name = "rt-" + config_.name;
+      dedicated.thread = config_.thread;
+      dedicated.capacity = 1;
+      dedicated.align_releases = false;
+      dedicated.on_start = config_.on_rt_thread_start;
+      dedicated_ = std::make_unique<Worker>(std::move(dedicated));
+      setRunner(dedicated_.get());
+    }
+    worker = dedicated_.get();
+  }
+  // a shared worker's slots were sized for its assigned sessions: attaching cannot fail
+  const bool attached = worker->attach(*this);
+  (void)attached;
+  assert(attached);
+  attached_ = true;
+}
+
+void Session::detach() {
+  if (!attached_) return;
+  Worker* worker = shared_ != nullptr ? shared_ : dedicated_.get();
+  worker->detach(*this);
+  attached_ = false;
+  // The worker is done with the core: this thread finishes its running segment.
+  if (inRunningSegment()) leaveRunning(monotonicNow());
+  // waiters see that the session no longer runs
+  published_.fetch_add(1, std::memory_order_release);
+  futexWakeAll(published_);
 }
 
 bool Session::start() {
   std::lock_guard lock(control_mutex_);
   const SessionState now = state();
   if (now == SessionState::kPaused) {
-    leave_loop_.store(false, std::memory_order_release);
     const bool ok = transition(SessionState::kPaused, SessionState::kRunning);
-    wakeRtThread();
+    wakeRunner();
     if (!ok) setFailReason("the session faulted while paused");
     return ok;
   }
@@ -139,10 +91,9 @@ bool Session::start() {
                        : ""));
     return false;
   }
-  leave_loop_.store(false, std::memory_order_release);
-  exit_thread_.store(false, std::memory_order_release);
+  attach();
   transition(SessionState::kCreated, SessionState::kRunning);
-  thread_ = std::thread([this] { rtMain(); });
+  wakeRunner();
   return true;
 }
 
@@ -152,8 +103,7 @@ bool Session::pause() {
     setFailReason("cannot pause a " + std::string(sessionStateName(state())) + " session");
     return false;
   }
-  leave_loop_.store(true, std::memory_order_release);
-  wakeRtThread();
+  wakeRunner();
   return true;
 }
 
@@ -163,54 +113,36 @@ bool Session::resume() {
     setFailReason("cannot resume a " + std::string(sessionStateName(state())) + " session");
     return false;
   }
-  leave_loop_.store(false, std::memory_order_release);
   const bool ok = transition(SessionState::kPaused, SessionState::kRunning);
-  wakeRtThread();
+  wakeRunner();
   return ok;
 }
 
 bool Session::stop() {
-  {
-    std::lock_guard lock(control_mutex_);
-    const SessionState now = state();
-    if (now == SessionState::kStopped || now == SessionState::kFaulted) {
-      if (now == SessionState::kStopped) setFailReason("the session is already stopped");
-      else setFailReason("the session is faulted; reset it");
-    } else {
-      if (!transition(now, SessionState::kStopped)) {
-        setFailReason("the session changed state during stop");
-      }
-    }
-  }
-  joinRtThread();
-  return state() == SessionState::kStopped;
-}
-
-void Session::joinRtThread() {
   std::lock_guard lock(control_mutex_);
-  if (!thread_.joinable()) return;
-  leave_loop_.store(true, std::memory_order_release);
-  exit_thread_.store(true, std::memory_order_release);
-  wakeRtThread();
-  thread_.join();
-  // waiters see that the session no longer runs
-  published_.fetch_add(1, std::memory_order_release);
-  futexWakeAll(published_);
+  const SessionState now = state();
+  if (now == SessionState::kStopped || now == SessionState::kFaulted) {
+    if (now == SessionState::kStopped) setFailReason("the session is already stopped");
+    else setFailReason("the session is faulted; reset it");
+  } else if (!transition(now, SessionState::kStopped)) {
+    setFailReason("the session changed state during stop");
+  }
+  detach();
+  return state() == SessionState::kStopped;
 }
 
 void Session::reset() { reset(q0_, v0_); }
 
 bool Session::reset(const Eigen::VectorXd& q, const Eigen::VectorXd& v) {
   const Model& m = *config_.model;
+  std::lock_guard lock(control_mutex_);
   if (q.size() != m.nq || v.size() != m.nv || !q.allFinite() || !v.allFinite()) {
-    std::lock_guard lock(control_mutex_);
     setFailReason("reset needs nq = " + std::to_string(m.nq) + " and nv = " +
                   std::to_string(m.nv) + " finite numbers");
     return false;
   }
-  joinRtThread();
-  std::lock_guard lock(control_mutex_);
-  // The RT thread is gone: this thread is now the only consumer of the command channel and
+  detach();
+  // No worker runs the core: this thread is now the only consumer of the command channel and
   // the only producer of the state buffer.
   Command discarded;
   while (commands_.tryPop(discarded)) {
@@ -220,437 +152,6 @@ bool Session::reset(const Eigen::VectorXd& q, const Eigen::VectorXd& v) {
   const SessionState before = state_.exchange(SessionState::kCreated);
   spdlog::info("{}: reset ({} → created)", config_.name, sessionStateName(before));
   return true;
-}
-
-void Session::restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorXd& v) {
-  simulator_.setState(q, v, 0.0);
-  held_tau_.setZero();
-  applied_tau_.setZero();
-  held_wrench_.setZero();
-  if (hasFloatingBase(*config_.model)) simulator_.setBaseWrench(Vector3::Zero(), Vector3::Zero());
-  row_forces_ = ConstraintForces(*config_.model);
-  std::fill(limit_cycles_.begin(), limit_cycles_.end(), 0);
-  solver_max_iterations_ = 0;
-  solver_unconverged_ = 0;
-  solver_ = SolverSample{};
-  watchdog_.disarm();
-  watchdog_was_tripped_ = false;
-  watchdog_armed_.store(false);
-  watchdog_tripped_.store(false);
-  steps_left_after_cycle_ = 0;
-  monitor_.reset();
-  step_time_.reset();
-  cycle_overhead_.reset();
-  cycle_ = 0;
-  current_ = Command{};
-  fault_ = FaultInfo{};
-  sim_time_.store(0.0);
-  running_wall_.store(0);
-  running_sim_.store(0.0);
-  segment_start_.store(0);
-  published_cycle_.store(0);
-  publish();
-}
-
-bool Session::pushCommand(const Command& command) {
-  const SessionState now = state();
-  const bool pushes = std::any_of(command.base_wrench.begin(), command.base_wrench.end(),
-                                  [](double x) { return x != 0.0; });
-  if (command.nv != config_.model->nv || now == SessionState::kStopped ||
-      now == SessionState::kFaulted || (pushes && !hasFloatingBase(*config_.model))) {
-    commands_rejected_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  Command stamped = command;
-  if (stamped.receive_time == 0) stamped.receive_time = monotonicNow();
-  if (stamped.steps == 0) stamped.steps = 1;
-  bool pushed;
-  {
-    std::lock_guard lock(producer_mutex_);
-    pushed = commands_.tryPush(stamped);
-  }
-  if (!pushed) return false;  // counted by the queue
-  commands_received_.fetch_add(1, std::memory_order_relaxed);
-  if (config_.mode == SessionMode::kLockstep) wakeRtThread();
-  return true;
-}
-
-void Session::requestSteps(std::uint64_t n) {
-  if (n == 0) return;
-  step_budget_.fetch_add(n, std::memory_order_acq_rel);
-  wakeRtThread();
-}
-
-StateSnapshot Session::latestState() {
-  std::lock_guard lock(reader_mutex_);
-  state_out_.read(last_read_);
-  StateSnapshot copy = last_read_;
-  copy.state = state();
-  return copy;
-}
-
-bool Session::waitForCycle(std::uint64_t cycle, Nanoseconds timeout) {
-  const Nanoseconds deadline = monotonicNow() + timeout;
-  publish_waiters_.fetch_add(1, std::memory_order_acq_rel);
-  bool reached = false;
-  while (true) {
-    const std::uint32_t seen = published_.load(std::memory_order_acquire);
-    if (published_cycle_.load(std::memory_order_acquire) >= cycle) {
-      reached = true;
-      break;
-    }
-    if (state() != SessionState::kRunning) break;
-    const Nanoseconds left = deadline - monotonicNow();
-    if (left <= 0) break;
-    futexWait(published_, seen, left);
-  }
-  publish_waiters_.fetch_sub(1, std::memory_order_acq_rel);
-  return reached;
-}
-
-SessionStats Session::stats() const {
-  SessionStats s;
-  s.state = state();
-  s.mode = config_.mode;
-  s.cycles = published_cycle_.load(std::memory_order_acquire);
-  s.time = sim_time_.load(std::memory_order_relaxed);
-  Nanoseconds wall = running_wall_.load(std::memory_order_relaxed);
-  double sim = running_sim_.load(std::memory_order_relaxed);
-  const Nanoseconds segment = segment_start_.load(std::memory_order_acquire);
-  if (segment != 0) {
-    wall += monotonicNow() - segment;
-    sim += s.time - segment_sim_start_.load(std::memory_order_relaxed);
-  }
-  s.wall_time_running = static_cast<double>(wall) * 1e-9;
-  s.real_time_factor = wall > 0 ? sim / s.wall_time_running : 0.0;
-  s.timing = monitor_.stats();
-  s.commands_received = commands_received_.load(std::memory_order_relaxed);
-  s.commands_applied = commands_applied_.load(std::memory_order_relaxed);
-  s.commands_superseded = commands_superseded_.load(std::memory_order_relaxed);
-  s.commands_dropped = commands_.dropped();
-  s.commands_rejected = commands_rejected_.load(std::memory_order_relaxed);
-  s.watchdog_trips = watchdog_trips_.load(std::memory_order_relaxed);
-  s.watchdog_missed_cycles = watchdog_missed_.load(std::memory_order_relaxed);
-  s.command_success_rate = success_rate_.load(std::memory_order_relaxed);
-  s.command_age = command_age_.load(std::memory_order_relaxed);
-  s.events_dropped = events_->dropped();
-  s.watchdog_armed = watchdog_armed_.load(std::memory_order_relaxed);
-  s.watchdog_tripped = watchdog_tripped_.load(std::memory_order_relaxed);
-  if (s.state == SessionState::kFaulted) {
-    s.fault = describeFault(fault_, config_.model.get());
-    s.fault_info = fault_;
-  }
-  return s;
-}
-
-std::vector<SetupStep> Session::setupReport() const {
-  if (!setup_done_.load(std::memory_order_acquire)) return {};
-  return setup_report_;
-}
-
-// ---------------------------------------------------------------------------------------------
-// RT thread
-
-void Session::rtMain() {
-  {
-    std::string thread_name = "rt-" + config_.name;
-    thread_name.resize(std::min<std::size_t>(thread_name.size(), 15));  // the kernel's limit
-    pthread_setname_np(pthread_self(), thread_name.c_str());
-  }
-  setup_report_ = applyThreadSetup(config_.thread);
-  setup_done_.store(true, std::memory_order_release);
-  if (config_.on_rt_thread_start) config_.on_rt_thread_start();
-
-  while (!exit_thread_.load(std::memory_order_acquire)) {
-    const std::uint32_t seen = rt_wake_.load(std::memory_order_acquire);
-    if (state() != SessionState::kRunning || leave_loop_.load(std::memory_order_acquire)) {
-      futexWait(rt_wake_, seen, kIdlePoll);
-      continue;
-    }
-    segment_sim_start_.store(simulator_.time(), std::memory_order_relaxed);
-    segment_start_.store(monotonicNow(), std::memory_order_release);
-    switch (config_.mode) {
-      case SessionMode::kRealtime: runRealtime(); break;
-      case SessionMode::kLockstep: runLockstep(); break;
-      case SessionMode::kFree: runFree(); break;
-    }
-    const Nanoseconds started = segment_start_.exchange(0, std::memory_order_acq_rel);
-    running_wall_.fetch_add(monotonicNow() - started, std::memory_order_relaxed);
-    running_sim_.store(running_sim_.load(std::memory_order_relaxed) + simulator_.time() -
-                           segment_sim_start_.load(std::memory_order_relaxed),
-                       std::memory_order_relaxed);
-    if (state() == SessionState::kFaulted) break;
-  }
-}
-
-void Session::runRealtime() {
-  PeriodicLoop loop(LoopConfig{period_, config_.overrun, config_.max_catch_up}, monitor_);
-  // At most one deadline-miss event per second: a loop that overruns every cycle would otherwise
-  // flood the event queue. Each event carries the misses and skips since the previous one.
-  constexpr Nanoseconds kMissReportInterval = kNanosecondsPerSecond;
-  std::uint64_t misses_reported = monitor_.deadlineMisses();
-  std::uint64_t skipped_reported = monitor_.skippedCycles();
-  Nanoseconds last_report = 0;
-  const LoopExit exit = loop.run(
-      [&](const CycleContext& context) {
-        const std::uint64_t misses = monitor_.deadlineMisses();
-        if (misses != misses_reported &&
-            (last_report == 0 || context.woke - last_report >= kMissReportInterval)) {
-          const std::uint64_t skipped = monitor_.skippedCycles();
-          emit(EventKind::kDeadlineMiss, loop.overrun(),
-               static_cast<std::int64_t>(misses - misses_reported),
-               static_cast<double>(skipped - skipped_reported));
-          misses_reported = misses;
-          skipped_reported = skipped;
-          last_report = context.woke;
-        }
-
-        const bool fresh = takeNewestCommand(incoming_);
-        if (!cycle(fresh ? &incoming_ : nullptr, context.woke, true)) return CycleResult::kStop;
-        return CycleResult::kContinue;
-      },
-      leave_loop_);
-  if (exit == LoopExit::kOverrunFault) {
-    fault(FaultKind::kDeadlineMiss, -1, static_cast<double>(loop.overrun()), current_.sequence);
-  }
-}
-
-void Session::runLockstep() {
-  std::uint32_t steps_left = 0;  // of the command being applied
-  Nanoseconds idle_since = 0;    // start of the current wait for work, 0 while working
-  rt_sleeping_.store(false, std::memory_order_seq_cst);
-  struct SleepOnExit {  // rtMain sleeps on rt_wake_ between runs: wakers must call the kernel
-    std::atomic<bool>& flag;
-    ~SleepOnExit() { flag.store(true, std::memory_order_seq_cst); }
-  } sleep_on_exit{rt_sleeping_};
-  while (!leave_loop_.load(std::memory_order_acquire)) {
-    const std::uint32_t seen = rt_wake_.load(std::memory_order_seq_cst);
-    const Command* fresh = nullptr;
-    if (steps_left == 0) {
-      if (commands_.tryPop(incoming_)) {
-        fresh = &incoming_;
-        steps_left = incoming_.steps;
-      } else if (step_budget_.load(std::memory_order_acquire) > 0) {
-        step_budget_.fetch_sub(1, std::memory_order_acq_rel);
-        steps_left = 1;
-      } else {
-        // A controller in lockstep answers within microseconds: spin for lockstep_spin before
-        // sleeping, which saves the futex wake-up (several µs) on each of its commands.
-        const Nanoseconds now = monotonicNow();
-        if (idle_since == 0) idle_since = now;
-        if (now - idle_since < config_.lockstep_spin) {
-          cpuRelax();
-          continue;
-        }
-        rt_sleeping_.store(true, std::memory_order_seq_cst);
-        if (rt_wake_.load(std::memory_order_seq_cst) == seen) {
-          futexWait(rt_wake_, seen, kIdlePoll);
-        }
-        rt_sleeping_.store(false, std::memory_order_relaxed);
-        idle_since = 0;
-        continue;
-      }
-    }
-    idle_since = 0;
-    const Nanoseconds start = monotonicNow();
-    steps_left_after_cycle_ = steps_left - 1;
-    if (!cycle(fresh, start, false)) return;
-    --steps_left;
-    const Nanoseconds end = monotonicNow();
-    monitor_.recordCycle(CycleTiming{start, start, end, INT64_MAX, period_});
-  }
-}
-
-void Session::runFree() {
-  while (!leave_loop_.load(std::memory_order_acquire)) {
-    const Nanoseconds start = monotonicNow();
-    const bool fresh = takeNewestCommand(incoming_);
-    if (!cycle(fresh ? &incoming_ : nullptr, start, false)) return;
-    const Nanoseconds end = monotonicNow();
-    monitor_.recordCycle(CycleTiming{start, start, end, INT64_MAX, period_});
-  }
-}
-
-bool Session::takeNewestCommand(Command& out) {
-  if (!commands_.tryPop(out)) return false;
-  std::uint64_t superseded = 0;
-  while (commands_.tryPop(out)) ++superseded;
-  if (superseded > 0) commands_superseded_.fetch_add(superseded, std::memory_order_relaxed);
-  return true;
-}
-
-bool Session::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
-  const Model& model = *config_.model;
-  if (fresh != nullptr) {
-    for (int k = 0; k < model.nv; ++k) {
-      if (!std::isfinite(fresh->tau[k])) {
-        fault(FaultKind::kNonFiniteCommand, k, fresh->tau[k], fresh->sequence);
-        return false;
-      }
-    }
-    for (int k = 0; k < 6; ++k) {
-      if (!std::isfinite(fresh->base_wrench[k])) {
-        fault(FaultKind::kNonFiniteCommand, model.nv + k, fresh->base_wrench[k], fresh->sequence);
-        return false;
-      }
-    }
-    current_ = *fresh;
-    held_tau_ = Eigen::Map<const Eigen::VectorXd>(fresh->tau.data(), model.nv);
-    held_wrench_ = Eigen::Map<const Vector6>(fresh->base_wrench.data());
-    commands_applied_.fetch_add(1, std::memory_order_relaxed);
-  }
-
-  WatchdogAction action = fresh ? WatchdogAction::kApplyCommand : WatchdogAction::kHoldLast;
-  if (use_watchdog) {
-    action = watchdog_.onCycle(fresh != nullptr, now);
-    if (watchdog_.tripped() && !watchdog_was_tripped_) {
-      emit(EventKind::kWatchdogTripped, watchdog_.consecutiveMissed(),
-           static_cast<std::int64_t>(config_.watchdog.policy));
-    } else if (!watchdog_.tripped() && watchdog_was_tripped_) {
-      emit(EventKind::kWatchdogCleared, 0);
-    }
-    watchdog_was_tripped_ = watchdog_.tripped();
-    watchdog_armed_.store(watchdog_.armed(), std::memory_order_relaxed);
-    watchdog_tripped_.store(watchdog_.tripped(), std::memory_order_relaxed);
-    watchdog_trips_.store(watchdog_.trips(), std::memory_order_relaxed);
-    watchdog_missed_.store(watchdog_.missedCycles(), std::memory_order_relaxed);
-    success_rate_.store(watchdog_.successRate(), std::memory_order_relaxed);
-    command_age_.store(watchdog_.commandAge(now), std::memory_order_relaxed);
-  }
-  // a push belongs to the command that carries it: the watchdog's own torques come without
-  bool push = true;
-  switch (action) {
-    case WatchdogAction::kApplyCommand:
-    case WatchdogAction::kHoldLast: applied_tau_ = held_tau_; break;
-    case WatchdogAction::kZeroTorque:
-      applied_tau_.setZero();
-      push = false;
-      break;
-    case WatchdogAction::kDamping:
-      applied_tau_.noalias() = -config_.watchdog.damping_gain * simulator_.v();
-      push = false;
-      break;
-    case WatchdogAction::kFault:
-      fault(FaultKind::kWatchdog, -1, watchdog_.consecutiveMissed(), current_.sequence);
-      return false;
-  }
-
-  if (hasFloatingBase(model)) {
-    const Vector6 wrench = push ? held_wrench_ : Vector6::Zero();
-    simulator_.setBaseWrench(wrench.head<3>(), wrench.tail<3>());
-  }
-
-  const Nanoseconds step_start = monotonicNow();
-  for (int s = 0; s < config_.substeps; ++s) simulator_.step(applied_tau_);
-  const Nanoseconds step_end = monotonicNow();
-  ++cycle_;
-  if (row_stage_) readRowForces();
-
-  // a loop the step could not keep closed: the state after it is not the mechanism's
-  if (const ConstraintFailure& failure = simulator_.constraintFailure();
-      failure.kind != ConstraintFailure::Kind::kNone) {
-    fault_.constraint = failure;
-    fault(FaultKind::kConstraintFailure, failure.closure, failure.error, current_.sequence);
-    return false;
-  }
-  const Eigen::VectorXd& q = simulator_.q();
-  const Eigen::VectorXd& v = simulator_.v();
-  for (int k = 0; k < model.nq; ++k) {
-    if (!std::isfinite(q[k])) {
-      fault(FaultKind::kNonFiniteState, k, q[k], current_.sequence);
-      return false;
-    }
-  }
-  for (int k = 0; k < model.nv; ++k) {
-    if (!std::isfinite(v[k])) {
-      fault(FaultKind::kNonFiniteState, model.nq + k, v[k], current_.sequence);
-      return false;
-    }
-    if (std::abs(v[k]) > config_.max_speed) {
-      fault(FaultKind::kExplodingState, k, v[k], current_.sequence);
-      return false;
-    }
-  }
-  publish();
-  const Nanoseconds step_time = step_end - step_start;
-  step_time_.record(step_time);
-  cycle_overhead_.record(monotonicNow() - now - step_time);
-  return true;
-}
-
-void Session::readRowForces() {
-  readConstraintForces(*config_.model, *row_stage_, row_forces_);
-  for (int d = 0; d < config_.model->nv; ++d) {
-    if (row_forces_.limit_force[d] != 0.0) ++limit_cycles_[d];
-  }
-  const GaussSeidelResult& solve = row_stage_->lastSolve();
-  solver_.iterations = solve.iterations;
-  solver_.residual = solve.residual;
-  solver_.converged = solve.iterations == 0 || solve.converged;
-  solver_max_iterations_ = std::max(solver_max_iterations_, solver_.iterations);
-  if (!solver_.converged) ++solver_unconverged_;
-}
-
-void Session::publish() {
-  const Model& model = *config_.model;
-  StateSnapshot& out = state_out_.writeBuffer();
-  out.cycle = cycle_;
-  out.time = simulator_.time();
-  out.state = state();
-  out.nq = model.nq;
-  out.nv = model.nv;
-  std::copy_n(simulator_.q().data(), model.nq, out.q.begin());
-  std::copy_n(simulator_.v().data(), model.nv, out.v.begin());
-  std::copy_n(simulator_.appliedTau().data(), model.nv, out.tau.begin());
-  std::copy_n(applied_tau_.data(), model.nv, out.tau_commanded.begin());
-  std::copy_n(row_forces_.limit_force.data(), model.nv, out.limit_force.begin());
-  out.ncontacts = static_cast<std::int32_t>(model.contact_spheres.size());
-  for (int k = 0; k < out.ncontacts; ++k) {
-    std::copy_n(row_forces_.contact_force[k].data(), 3, out.contact_force.begin() + 3 * k);
-    out.contact_depth[k] = row_forces_.contact_depth[k];
-  }
-  std::copy_n(simulator_.effortSaturations().data(), model.nv, out.effort_saturations.begin());
-  std::copy_n(simulator_.velocityCuts().data(), model.nv, out.velocity_cuts.begin());
-  std::copy_n(limit_cycles_.data(), model.nv, out.limit_cycles.begin());
-  out.solver = solver_;
-  out.solver_max_iterations = solver_max_iterations_;
-  out.solver_unconverged = solver_unconverged_;
-  out.command_sequence = current_.sequence;
-  out.command_client_time = current_.client_send_time;
-  out.command_receive_time = current_.receive_time;
-  out.watchdog_tripped = watchdog_.tripped();
-  out.command_steps_left = steps_left_after_cycle_;
-  out.publish_time = monotonicNow();
-  state_out_.publish();
-  sim_time_.store(out.time, std::memory_order_relaxed);
-  published_cycle_.store(cycle_, std::memory_order_release);
-  published_.fetch_add(1, std::memory_order_release);
-  if (publish_waiters_.load(std::memory_order_acquire) > 0) futexWakeAll(published_);
-}
-
-void Session::fault(FaultKind kind, std::int64_t index, double value, std::uint64_t sequence) {
-  fault_.kind = kind;
-  fault_.cycle = cycle_;
-  fault_.time = simulator_.time();
-  fault_.index = index;
-  fault_.value = value;
-  fault_.command_sequence = sequence;
-  state_.store(SessionState::kFaulted, std::memory_order_release);
-  emit(EventKind::kFault, static_cast<std::int64_t>(kind), index, value);
-  published_.fetch_add(1, std::memory_order_release);
-  futexWakeAll(published_);
-}
-
-void Session::emit(EventKind kind, std::int64_t value, std::int64_t extra, double x) {
-  Event event;
-  event.kind = kind;
-  event.time = monotonicNow();
-  event.cycle = cycle_;
-  event.value = value;
-  event.extra = extra;
-  event.x = x;
-  event.sim_time = simulator_.time();
-  events_->push(event);  // a full queue drops and counts
 }
 
 }  // namespace hilsim::rt

@@ -1,294 +1,73 @@
-// Session: one simulated robot in its real-time loop. Ties the engine's Simulator to the
-// periodic loop, the command and state channels, the watchdog, the deadline monitor and the
-// event queue, and owns the RT thread (docs/REALTIME.md).
+// Session: one simulated robot in its real-time loop — a SessionCore (rt/session_core.h) and the
+// Worker that runs it: a shared one of a WorkerSet, many sessions on one thread, or a thread of
+// its own (docs/REALTIME.md, "Workers").
 #pragma once
 
 #include <Eigen/Core>
 
-#include <array>
-#include <atomic>
-#include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "engine/constraints/constraint_forces.h"
-#include "engine/integrators/simulator.h"
-#include "rt/clock.h"
-#include "rt/deadline_monitor.h"
-#include "rt/events.h"
-#include "rt/histogram.h"
-#include "rt/periodic_loop.h"
 #include "rt/realtime_setup.h"
-#include "rt/session_state.h"
-#include "rt/spsc_queue.h"
-#include "rt/triple_buffer.h"
-#include "rt/watchdog.h"
-#include "rt/worker_pool.h"
+#include "rt/session_core.h"
+#include "rt/worker.h"
 
 namespace hilsim::rt {
 
-/// Capacity of the fixed-size command and state records: models with nq or nv above it are
-/// refused. Fixed size keeps every copy through the channels free of allocation.
-constexpr int kMaxCoordinates = 128;
-/// Capacity of the contact records of a state: models with more contact spheres are refused.
-constexpr int kMaxContacts = 64;
+class WorkerSet;
 
-/// Joint torques for one or more control periods, from a controller.
-struct Command {
-  std::uint64_t sequence = 0;        ///< the controller's sequence number, echoed in the state
-  Nanoseconds client_send_time = 0;  ///< the controller's clock [ns], echoed in the state
-  Nanoseconds receive_time = 0;      ///< CLOCK_MONOTONIC at receipt; set by push if 0
-  std::uint32_t steps = 1;           ///< lockstep: control periods to advance with this τ
-  std::int32_t nv = 0;               ///< number of torques; must equal the model's nv
-  std::array<double, kMaxCoordinates> tau{};  ///< generalized forces [N·m or N], v order
-  /// A push on the floating base while the command applies (Simulator::setBaseWrench): force in
-  /// W [N] at the base's origin, then torque in W [N·m]. All zero: none; only a model with a
-  /// floating base takes a non-zero one.
-  std::array<double, 6> base_wrench{};
-};
-
-/// The constraint solve of a cycle, for statistics: its last evaluation's projected Gauss–Seidel
-/// (docs/CONTACT.md, "Solver").
-struct SolverSample {
-  std::int32_t iterations = 0;  ///< sweeps of the cycle's last solve (0: no bounded row active)
-  double residual = 0.0;        ///< its residual [m/s², rad/s²]
-  bool converged = true;        ///< it met the tolerance within the budget
-};
-
-/// The state after one control cycle, as published to readers.
-struct StateSnapshot {
-  std::uint64_t cycle = 0;  ///< control cycles completed since start or reset
-  double time = 0.0;        ///< simulation time [s]
-  SessionState state = SessionState::kCreated;
-  std::int32_t nq = 0;
-  std::int32_t nv = 0;
-  std::array<double, kMaxCoordinates> q{};    ///< positions (quaternions w, x, y, z)
-  std::array<double, kMaxCoordinates> v{};    ///< velocities
-  /// Joint forces the drives applied during the cycle (the last step's, within the actuator
-  /// limits) [N·m, N]
-  std::array<double, kMaxCoordinates> tau{};
-  /// Joint forces asked of the drives: the command's, or the watchdog's in its stead [N·m, N]
-  std::array<double, kMaxCoordinates> tau_commanded{};
-  /// Per dof, the generalized force of its position-limit row (0 clear of the limits) [N·m, N]
-  std::array<double, kMaxCoordinates> limit_force{};
-  std::int32_t ncontacts = 0;  ///< the model's contact spheres
-  /// Per contact sphere: the ground's force on it in W (x, y, z) [N]
-  std::array<double, 3 * kMaxContacts> contact_force{};
-  /// Per contact sphere: depth of its lowest point below the ground (≥ 0) [m]
-  std::array<double, kMaxContacts> contact_depth{};
-  /// Counts since start or reset, per dof: cycles whose command the effort limit cut, that the
-  /// velocity limit cut, in which the position limit pushed
-  std::array<std::uint64_t, kMaxCoordinates> effort_saturations{}, velocity_cuts{},
-      limit_cycles{};
-  SolverSample solver;             ///< this cycle's constraint solve
-  std::int32_t solver_max_iterations = 0;  ///< most sweeps of any cycle since start or reset
-  std::uint64_t solver_unconverged = 0;    ///< cycles whose solve ran out of sweeps since then
-  std::uint64_t command_sequence = 0;         ///< the command applied (0: none yet)
-  Nanoseconds command_client_time = 0;        ///< its client send time
-  Nanoseconds command_receive_time = 0;       ///< its receive time (CLOCK_MONOTONIC)
-  Nanoseconds publish_time = 0;               ///< CLOCK_MONOTONIC when published
-  bool watchdog_tripped = false;
-  /// LOCKSTEP: control cycles of the applied command still to run after this one; 0 when this
-  /// state completes it (the state that answers the command). Always 0 in the other modes.
-  std::uint32_t command_steps_left = 0;
-};
-
-struct SessionConfig {
-  std::shared_ptr<const Model> model;
-  SessionMode mode = SessionMode::kRealtime;
-  double control_rate = 1000.0;  ///< control cycles per second [Hz], 100 to 10,000
-  int substeps = 1;              ///< physics steps per control cycle; dt = 1 / (rate · substeps)
-  Formulation formulation = Formulation::kAba;
-  Integrator integrator = Integrator::kRk4;
-  /// Threads of a parallel formulation (hdca), the RT thread one of them: a pool created with the
-  /// session (docs/HDCA.md, "Threads"). 1 to 64; more than 1 only for a parallel formulation.
-  int threads = 1;
-  WatchdogConfig watchdog;
-  OverrunPolicy overrun = OverrunPolicy::kSkip;
-  int max_catch_up = 10;
-  ThreadSetup thread;  ///< RT thread set-up: memory lock, SCHED_FIFO, affinity
-  std::optional<Eigen::VectorXd> initial_q;  ///< default: the model's initial configuration (Model::initialConfiguration)
-  std::optional<Eigen::VectorXd> initial_v;  ///< default: at rest
-  /// Speeds above this [rad/s or m/s] count as a diverged simulation and fault the session.
-  double max_speed = 1e4;
-  std::size_t command_capacity = 64;
-  /// LOCKSTEP: how long the idle RT thread polls for the next command before it sleeps [ns]. A
-  /// controller that answers within it saves a thread wake-up per command; 0: sleep at once.
-  Nanoseconds lockstep_spin = 50'000;
-  std::string name = "session";  ///< names the session's log lines and its RT thread
-  /// Called on the RT thread after its set-up and before its first cycle (tests, tracing).
-  std::function<void()> on_rt_thread_start;
-};
-
-/// The configuration is invalid: the message says which field and why.
-class SessionError : public std::runtime_error {
+/// The WorkerSet has no worker that can take the session: every one would pass its utilisation
+/// bound (the message gives the measured loads), or every one is full.
+class AdmissionError : public SessionError {
  public:
-  using std::runtime_error::runtime_error;
+  using SessionError::SessionError;
 };
 
-struct SessionStats {
-  SessionState state = SessionState::kCreated;
-  SessionMode mode = SessionMode::kRealtime;
-  std::uint64_t cycles = 0;
-  double time = 0.0;                ///< simulation time [s]
-  double wall_time_running = 0.0;   ///< wall-clock time spent running [s]
-  double real_time_factor = 0.0;    ///< simulated seconds per wall-clock second while running
-  DeadlineStats timing;
-  std::uint64_t commands_received = 0;    ///< accepted into the command channel
-  std::uint64_t commands_applied = 0;     ///< taken by a cycle and applied
-  std::uint64_t commands_superseded = 0;  ///< replaced by a newer one before a cycle took them
-  std::uint64_t commands_dropped = 0;     ///< channel full
-  std::uint64_t commands_rejected = 0;    ///< wrong size, or sent to a session that cannot run
-  std::uint64_t watchdog_trips = 0;
-  std::uint64_t watchdog_missed_cycles = 0;
-  double command_success_rate = 1.0;  ///< fresh-command fraction of the last 100 cycles
-  Nanoseconds command_age = -1;       ///< age of the newest command at the last cycle [ns]
-  std::uint64_t events_dropped = 0;
-  bool watchdog_armed = false;    ///< a first command has arrived since start or reset
-  bool watchdog_tripped = false;  ///< the watchdog policy decides τ now
-  std::string fault;  ///< why the session faulted ("" unless faulted)
-  FaultInfo fault_info;  ///< the fault's details (kind kNone unless faulted)
-};
-
-class Session {
+class Session : public SessionCore {
  public:
-  /// Validates the configuration (throws SessionError) and prepares every buffer.
-  explicit Session(SessionConfig config, EventLogger* events = &EventLogger::global());
-  ~Session();  ///< stops the RT thread
+  /// Validates the configuration (throws SessionError) and prepares every buffer. With
+  /// `workers` (and config.dedicated_thread false) the session measures its cycle cost and goes
+  /// to the least-loaded worker (throws AdmissionError when none can take it); otherwise it gets
+  /// a thread of its own at its first start.
+  explicit Session(SessionConfig config, EventLogger* events = &EventLogger::global(),
+                   WorkerSet* workers = nullptr);
+  ~Session();  ///< stops the session, leaves its worker
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // Control, from any non-RT thread. Each returns false (and changes nothing) when the
   // transition is not allowed from the current state; failReason() then says why.
-  bool start();   ///< created → running (starts the RT thread); paused → running
-  bool pause();   ///< running → paused
+  bool start();   ///< created → running; paused → running
+  bool pause();   ///< running → paused (the worker finishes the cycle it is in)
   bool resume();  ///< paused → running
-  bool stop();    ///< created, running, paused → stopped; joins the RT thread
-  /// Any state → created: stops the RT thread, restores the initial state (or the given one),
+  /// created, running, paused → stopped; returns once no cycle of the session runs.
+  bool stop();
+  /// Any state → created: stops the session, restores the initial state (or the given one),
   /// clears the fault, the watchdog and the timing statistics.
   void reset();
   bool reset(const Eigen::VectorXd& q, const Eigen::VectorXd& v);
 
-  /// Queues a command (non-RT side; producers are serialized by a mutex, never seen by the RT
-  /// thread). False when the size is wrong or the channel is full; both are counted.
-  bool pushCommand(const Command& command);
-  /// Lockstep: advance `n` control cycles with the torques last applied.
-  void requestSteps(std::uint64_t n);
-
-  /// Copies the newest published state (readers are serialized by a mutex).
-  StateSnapshot latestState();
-  /// Blocks until a state with cycle ≥ `cycle` is published, the session leaves `running`, or
-  /// the timeout passes. True when the cycle was reached. While a thread waits here the RT
-  /// thread makes one futex wake per cycle, so realtime-mode readers should rather poll.
-  bool waitForCycle(std::uint64_t cycle, Nanoseconds timeout);
-
-  /// The cycle of the newest published state (0 after a reset).
-  std::uint64_t publishedCycle() const { return published_cycle_.load(std::memory_order_acquire); }
-  SessionState state() const { return state_.load(std::memory_order_acquire); }
-  SessionMode mode() const { return config_.mode; }
-  const SessionConfig& config() const { return config_; }
-  const Model& model() const { return *config_.model; }
-  Nanoseconds period() const { return period_; }
-  SessionStats stats() const;
   /// Why the last control call failed.
   std::string failReason() const;
-  /// The RT thread's set-up steps, once it has started (empty before).
+  /// Set-up steps of the thread that runs the session, once it has started (empty before).
   std::vector<SetupStep> setupReport() const;
-  /// Timing of the RT loop (wake-up latency, compute time, period).
-  const DeadlineMonitor& monitor() const { return monitor_; }
-  /// Per cycle: time in the engine (the substeps) [ns].
-  const LatencyHistogram& stepTime() const { return step_time_; }
-  /// Per cycle: the cycle's own cost besides the engine — command intake, watchdog, state
-  /// checks, publishing — from wake-up to the end of the cycle minus stepTime [ns].
-  const LatencyHistogram& cycleOverhead() const { return cycle_overhead_; }
+  /// The shared worker that runs the session, or nullptr (a dedicated thread).
+  const Worker* sharedWorker() const { return shared_; }
 
  private:
-  void rtMain();
-  void runRealtime();
-  void runLockstep();
-  void runFree();
-  /// One control cycle; false when the session faulted.
-  bool cycle(const Command* fresh, Nanoseconds now, bool use_watchdog);
-  bool takeNewestCommand(Command& out);
-  void fault(FaultKind kind, std::int64_t index, double value, std::uint64_t sequence);
-  void publish();
-  // row_forces_, the limit counts and the solver's sample from the stage's last evaluation
-  void readRowForces();
-  void emit(EventKind kind, std::int64_t value, std::int64_t extra = 0, double x = 0.0);
-  void joinRtThread();
-  void restoreInitialState(const Eigen::VectorXd& q, const Eigen::VectorXd& v);
-  bool transition(SessionState from, SessionState to);
-  void wakeRtThread();
-  void setFailReason(std::string reason);
+  // Hands the core to its worker (a dedicated one is created at the first start).
+  void attach();
+  // Takes the core from its worker: when it returns, no cycle runs and none will.
+  void detach();
+  void setFailReason(std::string reason) { fail_reason_ = std::move(reason); }
 
-  SessionConfig config_;
-  Nanoseconds period_;
-  std::unique_ptr<WorkerPool> pool_;  // a parallel formulation's threads (threads > 1)
-  Simulator simulator_;
-  Eigen::VectorXd q0_, v0_;
-  Eigen::VectorXd held_tau_;     // RT: the torques of the newest command
-  Eigen::VectorXd applied_tau_;  // RT: what the watchdog let through this cycle
-  Vector6 held_wrench_ = Vector6::Zero();  // RT: the newest command's base wrench
-  // RT: the constraint stage's row forces (nullptr, none: a tree without rows) and the counts
-  // published with every state
-  const ConstraintRowStage* row_stage_ = nullptr;
-  ConstraintForces row_forces_;
-  std::vector<std::uint64_t> limit_cycles_;
-  std::int32_t solver_max_iterations_ = 0;
-  std::uint64_t solver_unconverged_ = 0;
-  SolverSample solver_;
-  Watchdog watchdog_;
-  DeadlineMonitor monitor_;
-  LatencyHistogram step_time_;
-  LatencyHistogram cycle_overhead_;
-  SpscQueue<Command> commands_;
-  TripleBuffer<StateSnapshot> state_out_;
-  std::shared_ptr<EventQueue> events_;
-  EventLogger* logger_;
-
-  std::atomic<SessionState> state_{SessionState::kCreated};
-  std::atomic<bool> leave_loop_{false};      // asks the RT loop to return (pause, stop, reset)
-  std::atomic<bool> exit_thread_{false};     // asks the RT thread to end
-  std::atomic<std::uint32_t> rt_wake_{0};    // futex the RT thread sleeps on when idle
-  std::atomic<bool> rt_sleeping_{true};      // the RT thread sleeps on rt_wake_ (or may soon)
-  std::atomic<std::uint32_t> published_{0};  // futex for waitForCycle
-  std::atomic<int> publish_waiters_{0};
-  std::atomic<std::uint64_t> published_cycle_{0};
-  std::atomic<std::uint64_t> step_budget_{0};
-
-  // RT-thread bookkeeping, read by stats() through atomics
-  std::uint64_t cycle_ = 0;
-  Command current_;   // RT: the command being applied
-  Command incoming_;  // RT: the newest command taken from the channel (reused: no per-cycle zeroing)
-  std::atomic<std::uint64_t> commands_received_{0}, commands_applied_{0},
-      commands_superseded_{0}, commands_rejected_{0};
-  std::atomic<std::uint64_t> watchdog_trips_{0}, watchdog_missed_{0};
-  std::atomic<double> success_rate_{1.0};
-  std::atomic<Nanoseconds> command_age_{-1};
-  std::atomic<double> sim_time_{0.0};
-  std::atomic<Nanoseconds> running_wall_{0};      // finished running segments [ns]
-  std::atomic<Nanoseconds> segment_start_{0};     // start of the current segment, 0 if none
-  std::atomic<double> segment_sim_start_{0.0};
-  std::atomic<double> running_sim_{0.0};          // simulated time of finished segments [s]
-  FaultInfo fault_;  // written by the RT thread before state_ becomes kFaulted (release)
-  bool watchdog_was_tripped_ = false;
-  std::uint32_t steps_left_after_cycle_ = 0;  // RT, lockstep: published as command_steps_left
-  std::atomic<bool> watchdog_armed_{false}, watchdog_tripped_{false};
-
-  mutable std::mutex control_mutex_;   // start/pause/resume/stop/reset
-  std::mutex producer_mutex_;          // serializes pushCommand callers
-  std::mutex reader_mutex_;            // serializes state readers
-  StateSnapshot last_read_;
+  Worker* shared_ = nullptr;
+  std::unique_ptr<Worker> dedicated_;
+  bool attached_ = false;
+  mutable std::mutex control_mutex_;  // start/pause/resume/stop/reset
   std::string fail_reason_;
-  std::vector<SetupStep> setup_report_;
-  std::atomic<bool> setup_done_{false};
-  std::thread thread_;
 };
 
 }  // namespace hilsim::rt

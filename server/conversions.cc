@@ -52,6 +52,16 @@ void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* o
   out->set_command_sequence(fault.command_sequence);
 }
 
+void toProto(const rt::WorkerStats& stats, v1::WorkerStats* out) {
+  out->set_index(stats.index);
+  out->set_cpu(stats.cpu);
+  out->set_sessions(static_cast<std::uint32_t>(stats.sessions));
+  out->set_attached(static_cast<std::uint32_t>(stats.attached));
+  out->set_cycles(stats.cycles);
+  out->set_utilisation(stats.utilisation);
+  out->set_load(stats.load);
+}
+
 void toProto(const rt::HistogramSummary& summary, v1::LatencySummary* out) {
   out->set_count(summary.count);
   out->set_min_ns(summary.min);
@@ -256,6 +266,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   thread->set_minimal_timer_slack(rq.has_minimal_timer_slack() ? rq.minimal_timer_slack()
                                   : dq.has_minimal_timer_slack() ? dq.minimal_timer_slack()
                                                                  : true);
+  thread->set_dedicated(rq.has_dedicated() ? rq.dedicated() : dq.has_dedicated() && dq.dedicated());
   e.mutable_initial_q()->CopyFrom(request.initial_q());
   e.mutable_initial_v()->CopyFrom(request.initial_v());
   e.set_max_speed(pick(request.max_speed(), defaults.max_speed(), 1e4));
@@ -440,6 +451,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   c.thread.fifo_priority = static_cast<int>(thread->fifo_priority());
   c.thread.cpu = thread->cpu();
   c.thread.minimal_timer_slack = thread->minimal_timer_slack();
+  c.dedicated_thread = thread->dedicated();
   c.max_speed = e.max_speed();
   c.command_capacity = e.command_capacity();
   c.name = e.name();

@@ -24,6 +24,7 @@ v1::SessionState toProto(rt::SessionState state);
 v1::SessionMode toProto(rt::SessionMode mode);
 void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* out);
 void toProto(const rt::HistogramSummary& summary, v1::LatencySummary* out);
+void toProto(const rt::WorkerStats& stats, v1::WorkerStats* out);
 
 /// Sizes, joints, coordinate labels, neutral configuration, gravity and mass of a model.
 v1::ModelInfo describeModel(const Model& model, const std::string& name);

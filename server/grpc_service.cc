@@ -178,6 +178,7 @@ grpc::ServerUnaryReactor* SimulationService::ListSessions(grpc::CallbackServerCo
   for (const std::shared_ptr<ServerSession>& session : registry_.list()) {
     session->fillInfo(response->add_sessions());
   }
+  for (v1::WorkerStats& worker : registry_.workerStats()) *response->add_workers() = std::move(worker);
   return finish(context, Status::OK);
 }
 

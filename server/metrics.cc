@@ -155,10 +155,40 @@ void perSession(Families& out, const std::vector<SessionMetricsSample>& samples,
 }
 
 std::vector<MetricFamily> buildFamilies(const std::vector<SessionMetricsSample>& samples,
+                                        const std::vector<v1::WorkerStats>& workers,
                                         std::uint64_t source_errors) {
   Families out;
   const auto counter = MetricType::Counter;
   const auto gauge = MetricType::Gauge;
+
+  // the shared workers and where each session runs (docs/REALTIME.md, "Workers")
+  if (!workers.empty()) {
+    MetricFamily& load = out.add(
+        "hilsim_worker_load",
+        "Sum of the REALTIME sessions' cycle cost / period on a shared worker (admission).", gauge);
+    MetricFamily& utilisation = out.add(
+        "hilsim_worker_utilisation", "Busy share of a shared worker's last full second.", gauge);
+    MetricFamily& placed =
+        out.add("hilsim_worker_sessions", "Sessions placed on a shared worker.", gauge);
+    MetricFamily& cycles =
+        out.add("hilsim_worker_cycles_total", "Control cycles a shared worker ran.", counter);
+    for (const v1::WorkerStats& w : workers) {
+      const Labels labels = {{"worker", std::to_string(w.index())}, {"cpu", std::to_string(w.cpu())}};
+      Families::gauge(load, labels, w.load());
+      Families::gauge(utilisation, labels, w.utilisation());
+      Families::gauge(placed, labels, static_cast<double>(w.sessions()));
+      Families::counter(cycles, labels, static_cast<double>(w.cycles()));
+    }
+  }
+  perSession(out, samples, "hilsim_session_cycle_cost_seconds",
+             "A control cycle's cost, smoothed over about 100 cycles.", gauge,
+             [](const SessionMetricsSample& s) {
+               return static_cast<double>(s.stats.placement().cycle_cost_ns()) *
+                      kSecondsPerNanosecond;
+             });
+  perSession(out, samples, "hilsim_session_worker",
+             "The shared worker that runs the session (-1: a thread of its own).", gauge,
+             [](const SessionMetricsSample& s) { return s.stats.placement().worker(); });
 
   // life cycle
   MetricFamily& sessions = out.add("hilsim_sessions", "Sessions by life-cycle state.", gauge);
@@ -368,23 +398,28 @@ std::vector<MetricFamily> buildFamilies(const std::vector<SessionMetricsSample>&
 /// may run at the same time on another thread: the mutex keeps the source single-threaded.
 class SessionCollector final : public prometheus::Collectable {
  public:
-  explicit SessionCollector(MetricsSource source) : source_(std::move(source)) {}
+  SessionCollector(MetricsSource source, WorkerMetricsSource workers)
+      : source_(std::move(source)), workers_(std::move(workers)) {}
 
   std::vector<MetricFamily> Collect() const override {
     std::lock_guard lock(mutex_);
     std::vector<SessionMetricsSample> samples;
+    std::vector<v1::WorkerStats> workers;
     try {
       if (source_) samples = source_();
+      if (workers_) workers = workers_();
     } catch (const std::exception&) {
       // a failing source must not take the exporter thread down: export what is left, counted
       samples.clear();
+      workers.clear();
       ++source_errors_;
     }
-    return buildFamilies(samples, source_errors_);
+    return buildFamilies(samples, workers, source_errors_);
   }
 
  private:
   MetricsSource source_;
+  WorkerMetricsSource workers_;
   mutable std::mutex mutex_;
   mutable std::uint64_t source_errors_ = 0;
 };
@@ -404,9 +439,9 @@ struct MetricsExporter::Impl {
 };
 
 MetricsExporter::MetricsExporter(const std::string& address, std::uint16_t port,
-                                 MetricsSource source)
+                                 MetricsSource source, WorkerMetricsSource workers)
     : impl_(std::make_unique<Impl>()) {
-  impl_->collector = std::make_shared<SessionCollector>(std::move(source));
+  impl_->collector = std::make_shared<SessionCollector>(std::move(source), std::move(workers));
   const std::string listen = listenAddress(address, port);
   try {
     // one worker thread: Prometheus scrapes seldom, and one at a time is enough

@@ -29,11 +29,14 @@ struct SessionMetricsSample {
 
 /// Called at each scrape: the sessions that exist now.
 using MetricsSource = std::function<std::vector<SessionMetricsSample>()>;
+/// Called at each scrape: the shared workers (empty without rt.workers).
+using WorkerMetricsSource = std::function<std::vector<v1::WorkerStats>()>;
 
 class MetricsExporter {
  public:
   /// Listens on address:port (0: ephemeral). Throws std::runtime_error when it cannot bind.
-  MetricsExporter(const std::string& address, std::uint16_t port, MetricsSource source);
+  MetricsExporter(const std::string& address, std::uint16_t port, MetricsSource source,
+                  WorkerMetricsSource workers = {});
   ~MetricsExporter();
   std::uint16_t port() const;
   /// The Prometheus text exposition the endpoint serves now (tests, logging).

@@ -132,8 +132,9 @@ void Server::start() {
   }
   if (s.config.metrics_enabled) {
     SessionRegistry* registry = s.registry.get();
-    s.metrics = std::make_unique<MetricsExporter>(s.config.bind_address, s.config.metrics_port,
-                                                  [registry] { return registry->sample(); });
+    s.metrics = std::make_unique<MetricsExporter>(
+        s.config.bind_address, s.config.metrics_port, [registry] { return registry->sample(); },
+        [registry] { return registry->workerStats(); });
   }
   if (s.config.viewer_enabled) {
     try {

@@ -36,6 +36,8 @@ constexpr double kMaxControlRate = 10'000.0;
 constexpr std::int64_t kMaxSubsteps = 1000;
 constexpr std::int64_t kMaxFifoPriority = 99;
 constexpr std::int64_t kMaxCpu = 1023;                // CPU_SETSIZE − 1
+constexpr std::int64_t kMaxWorkers = 1024;            // rt.workers.count
+constexpr std::int64_t kMaxWorkerCapacity = 4096;     // sessions per worker
 constexpr std::int64_t kMaxPrefaultBytes = 64 << 20;  // as CreateSession allows
 constexpr std::int64_t kMaxCommandCapacity = 65'536;  // ~1 KiB per queued command
 constexpr double kMaxIdleTimeout = 1e6;  // [s], 11.6 days: beyond that, 0 (never) says it
@@ -72,6 +74,7 @@ v1::SessionConfig builtInSessionDefaults() {
   c.mutable_thread()->set_fifo_priority(0);
   c.mutable_thread()->set_cpu(-1);
   c.mutable_thread()->set_minimal_timer_slack(true);
+  c.mutable_thread()->set_dedicated(false);
   c.set_max_speed(1e4);
   c.set_command_capacity(64);
   return c;
@@ -199,6 +202,7 @@ class Parser {
   void checkLimits(const v1::SessionConfig& c, const Item& item) const;
   void parseSessions(const Item& item);
   void parseLog(const Item& item);
+  void parseRealtime(const Item& item);
   void applyEnvironmentToken();
   void checkToken(const std::string& token, const YAML::Mark& mark, const std::string& path) const;
   bool modelExists(const std::string& name) const;
@@ -383,12 +387,13 @@ ServerConfig Parser::parse(const std::string& text) {
   if (!root.IsNull() && !root.IsMap()) fail(top, "the file must be a mapping of sections");
   const Mapping sections(
       *this, top,
-      {"listen", "security", "limits", "models", "session_defaults", "sessions", "log"});
+      {"listen", "security", "limits", "models", "rt", "session_defaults", "sessions", "log"});
   // limits first: the session sections are checked against them
   if (auto item = sections.get("listen")) parseListen(*item);
   if (auto item = sections.get("security")) parseSecurity(*item);
   if (auto item = sections.get("limits")) parseLimits(*item);
   if (auto item = sections.get("models")) parseModels(*item);
+  if (auto item = sections.get("rt")) parseRealtime(*item);
   const Item defaults = sections.get("session_defaults")
                             .value_or(Item{YAML::Node(), root.Mark(), "session_defaults"});
   parseSessionConfig(defaults, config_.session_defaults, false);
@@ -517,6 +522,36 @@ void Parser::parseSecurity(const Item& item) {
     checkToken(content, token_file->mark, token_file->path + " ('" + file.string() + "')");
     config_.access_token = content;
   }
+}
+
+void Parser::parseRealtime(const Item& item) {
+  const Mapping m(*this, item, {"workers"});
+  const auto workers = m.get("workers");
+  if (!workers) return;
+  const Mapping w(*this, *workers,
+                  {"count", "cpus", "fifo_priority", "lock_memory", "max_utilisation", "capacity"});
+  rt::WorkersConfig& c = config_.workers;
+  if (auto v = w.get("count")) c.count = static_cast<int>(integer(*v, 0, kMaxWorkers));
+  if (auto v = w.get("cpus")) {
+    c.cpus.clear();
+    for (const Item& cpu : list(*v)) {
+      const int value = static_cast<int>(integer(cpu, 0, kMaxCpu));
+      if (std::find(c.cpus.begin(), c.cpus.end(), value) != c.cpus.end())
+        fail(cpu, "CPU " + std::to_string(value) + " is listed twice");
+      if (!config_.allowed_cpus.empty() &&
+          std::find(config_.allowed_cpus.begin(), config_.allowed_cpus.end(), value) ==
+              config_.allowed_cpus.end()) {
+        fail(cpu, "CPU " + std::to_string(value) + " is not in limits.allowed_cpus");
+      }
+      c.cpus.push_back(value);
+    }
+  }
+  if (auto v = w.get("fifo_priority")) {
+    c.fifo_priority = static_cast<int>(integer(*v, 0, config_.max_fifo_priority));
+  }
+  if (auto v = w.get("lock_memory")) c.lock_memory = boolean(*v);
+  if (auto v = w.get("max_utilisation")) c.max_utilisation = number(*v, 0.01, 1.0);
+  if (auto v = w.get("capacity")) c.capacity = static_cast<int>(integer(*v, 1, kMaxWorkerCapacity));
 }
 
 void Parser::applyEnvironmentToken() {
@@ -674,7 +709,8 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   if (auto thread = m.get("thread")) {
     const Mapping t(
         *this, *thread,
-        {"lock_memory", "prefault_stack_bytes", "fifo_priority", "cpu", "minimal_timer_slack"});
+        {"lock_memory", "prefault_stack_bytes", "fifo_priority", "cpu", "minimal_timer_slack",
+         "dedicated"});
     v1::RtThreadConfig& c = *out.mutable_thread();
     if (auto v = t.get("lock_memory")) c.set_lock_memory(boolean(*v));
     if (auto v = t.get("prefault_stack_bytes")) {
@@ -685,6 +721,7 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
     }
     if (auto v = t.get("cpu")) c.set_cpu(static_cast<std::int32_t>(integer(*v, -1, kMaxCpu)));
     if (auto v = t.get("minimal_timer_slack")) c.set_minimal_timer_slack(boolean(*v));
+    if (auto v = t.get("dedicated")) c.set_dedicated(boolean(*v));
   }
   if (auto v = m.get("max_speed")) out.set_max_speed(number(*v, 0.0, kInfinity, true));
   if (auto v = m.get("idle_timeout_s")) out.set_idle_timeout_s(number(*v, 0.0, kMaxIdleTimeout));

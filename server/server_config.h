@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hilsim/v1/session.pb.h"
+#include "rt/worker_set.h"
 
 namespace hilsim::server {
 
@@ -81,6 +82,10 @@ struct ServerConfig {
   std::string default_model;    ///< listed first by ListModels; empty: defaultModelName()
   v1::SessionConfig session_defaults;  ///< fields left 0 by a request take these
   std::vector<StartupSession> startup_sessions;
+
+  // Real time: the shared workers that run sessions (docs/REALTIME.md, "Workers"); count 0:
+  // every session on a thread of its own
+  rt::WorkersConfig workers;
 
   // Logging
   std::string log_level = "info";   ///< trace, debug, info, warn, error, critical, off

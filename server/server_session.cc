@@ -17,13 +17,14 @@ constexpr rt::Nanoseconds kPublisherPoll = 20'000'000;
 
 ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::ModelInfo model_info,
                              v1::SessionConfig effective_config, const Token& udp_token,
-                             rt::EventLogger* events)
+                             rt::EventLogger* events, std::shared_ptr<rt::WorkerSet> workers)
     : id_(id),
       name_(config.name),
       model_info_(std::move(model_info)),
       effective_config_(std::move(effective_config)),
       udp_token_(udp_token),
-      session_(std::make_unique<rt::Session>(std::move(config), events)) {
+      workers_(std::move(workers)),
+      session_(std::make_unique<rt::Session>(std::move(config), events, workers_.get())) {
   extras_ = stateExtras(session_->model());
   snapshot_ = session_->latestState();
   publisher_ = std::thread([this] { publisherMain(); });
@@ -363,6 +364,10 @@ void ServerSession::fillStats(v1::SessionStats* out) {
     entry->set_applied(step.result.ok);
     entry->set_detail(step.result.detail);
   }
+  v1::Placement* placement = out->mutable_placement();
+  placement->set_worker(s.worker);
+  placement->set_cycle_cost_ns(static_cast<std::uint64_t>(std::max<rt::Nanoseconds>(s.cycle_cost, 0)));
+  placement->set_load(s.load);
 }
 
 void ServerSession::fillConstraintStats(v1::ConstraintStats* out) {

@@ -46,7 +46,8 @@ class ServerSession {
   /// publisher thread. `model_info` and `effective_config` are what GetSession reports.
   ServerSession(std::uint64_t id, rt::SessionConfig config, v1::ModelInfo model_info,
                 v1::SessionConfig effective_config, const Token& udp_token,
-                rt::EventLogger* events = &rt::EventLogger::global());
+                rt::EventLogger* events = &rt::EventLogger::global(),
+                std::shared_ptr<rt::WorkerSet> workers = nullptr);
   ~ServerSession();  ///< stops the session and the publisher thread
   ServerSession(const ServerSession&) = delete;
   ServerSession& operator=(const ServerSession&) = delete;
@@ -167,6 +168,7 @@ class ServerSession {
   std::atomic<std::uint16_t> udp_port_{0};
   std::atomic<std::uint32_t> max_step_cycles_{kDefaultMaxStepCycles};
   TransportCounters udp_, grpc_;
+  std::shared_ptr<rt::WorkerSet> workers_;  // outlives session_: its worker leaves it last
   std::unique_ptr<rt::Session> session_;
 
   std::atomic<bool> control_stream_open_{false};

@@ -95,7 +95,10 @@ std::map<std::string, std::string> directoryModels(const std::string& directory)
 }  // namespace
 
 SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* events)
-    : config_(config), events_(events), next_udp_port_(config.udp_port_first) {
+    : config_(config),
+      events_(events),
+      workers_(config.workers.count > 0 ? std::make_shared<rt::WorkerSet>(config.workers) : nullptr),
+      next_udp_port_(config.udp_port_first) {
   // the bundled models and the files of models.directory; a file there of a bundled name
   // replaces the bundled model
   std::map<std::string, std::string> sources;  // name → what loadModel reads
@@ -344,7 +347,9 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   Entry entry;
   try {
     entry.session = std::make_shared<ServerSession>(id, std::move(rt_config), info, effective,
-                                                    randomToken(), events_);
+                                                    randomToken(), events_, workers_);
+  } catch (const rt::AdmissionError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
   } catch (const std::exception& e) {
     return invalid(e.what());
   }
@@ -383,6 +388,13 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
                session.udpPort());
   sessions_.emplace(id, std::move(entry));
   return grpc::Status::OK;
+}
+
+std::vector<v1::WorkerStats> SessionRegistry::workerStats() const {
+  std::vector<v1::WorkerStats> out;
+  if (!workers_) return out;
+  for (const rt::WorkerStats& worker : workers_->stats()) toProto(worker, &out.emplace_back());
+  return out;
 }
 
 std::shared_ptr<ServerSession> SessionRegistry::find(std::uint64_t id) const {

@@ -282,6 +282,8 @@ struct Viewer::Impl {
       if (session->closed()) continue;
       session->fillInfo(out.mutable_list()->add_sessions());
     }
+    for (v1::WorkerStats& worker : registry.workerStats())
+      *out.mutable_list()->add_workers() = std::move(worker);
     v1::ViewerCounters* c = out.mutable_viewer();
     c->set_requests(counters.requests.load(std::memory_order_relaxed));
     c->set_refused(counters.refused.load(std::memory_order_relaxed));

@@ -7,11 +7,16 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "engine/io/model_loader.h"
 #include "examples/quadruped_stance/stance_law.h"
 #include "rt/session.h"
+#include "rt/worker_set.h"
 #include "tests/support/allocation_hooks.h"
 
 namespace hilsim::rt {
@@ -129,6 +134,72 @@ TEST(RtThreadAllocations, NoneWithContactsAndPushes) {
   EXPECT_EQ(after.deallocations - before.deallocations, 0);
   EXPECT_GT(state.contact_force[2], 0.0) << "a foot on the ground";
   EXPECT_GT(state.solver_max_iterations, 0);
+}
+
+// A shared worker's rounds: realtime sessions of several rates and watchdog policies, a
+// lockstep and a free one on one worker, commands flowing in, one session paused and resumed and
+// another started late (the worker takes a new member in), counting on the worker's thread.
+TEST(RtThreadAllocations, NoneOnASharedWorkerOverTenThousandCycles) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+  WorkersConfig w;
+  w.count = 1;
+  w.lock_memory = false;
+  w.max_utilisation = 1.0;
+  w.on_start = [] { test::beginHeapCounting(); };
+  WorkerSet workers(w);
+  const auto arm = std::make_shared<const Model>(loadModel("iiwa14"));
+  std::vector<std::unique_ptr<Session>> sessions;
+  const std::vector<std::pair<SessionMode, double>> kinds = {
+      {SessionMode::kRealtime, 4000.0}, {SessionMode::kRealtime, 2000.0},
+      {SessionMode::kRealtime, 1000.0}, {SessionMode::kRealtime, 500.0},
+      {SessionMode::kLockstep, 1000.0}, {SessionMode::kFree, 1000.0}};
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    SessionConfig c;
+    c.model = arm;
+    c.mode = kinds[k].first;
+    c.control_rate = kinds[k].second;
+    c.thread.lock_memory = false;
+    c.watchdog = WatchdogConfig{k % 2 ? WatchdogPolicy::kDamping : WatchdogPolicy::kZeroTorque, 3, 1.0};
+    c.overrun = OverrunPolicy::kCatchUp;
+    c.name = "shared-" + std::to_string(k);
+    sessions.push_back(std::make_unique<Session>(c, &EventLogger::global(), &workers));
+  }
+  // let the worker's set-up and first idle pass happen before counting is compared
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const test::HeapCounts before = test::allThreadsHeapCounts();
+  for (std::size_t k = 0; k + 1 < sessions.size(); ++k) ASSERT_TRUE(sessions[k]->start());
+  std::atomic<bool> done{false};
+  std::thread controller([&] {
+    std::uint64_t sequence = 0;
+    while (!done.load()) {
+      ++sequence;
+      for (auto& s : sessions) {
+        Command command;
+        command.sequence = sequence;
+        command.nv = s->model().nv;
+        for (int k = 0; k < command.nv; ++k) command.tau[k] = 0.1 * std::sin(1e-3 * sequence + k);
+        if (sequence % 5 != 0) s->pushCommand(command);  // silences trip the watchdogs
+        (void)s->latestState();
+      }
+      if (sequence == 500) sessions.back()->start();  // a member joins while the worker runs
+      if (sequence == 700) sessions[1]->pause();
+      if (sequence == 900) sessions[1]->resume();
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  const bool reached = sessions[2]->waitForCycle(kCycles / 4, 60 * kNanosecondsPerSecond);
+  const test::HeapCounts after = test::allThreadsHeapCounts();
+  done.store(true);
+  controller.join();
+  std::uint64_t cycles = 0;
+  for (auto& s : sessions) cycles += s->stats().cycles;
+  for (auto& s : sessions) s->stop();
+  ASSERT_TRUE(reached) << sessionStateName(sessions[2]->state());
+  EXPECT_GT(cycles, kCycles);
+  EXPECT_GT(sessions[4]->stats().cycles, 100u) << "the lockstep session ran";
+  EXPECT_GT(sessions.back()->stats().cycles, 100u) << "the late free session ran";
+  EXPECT_EQ(after.allocations - before.allocations, 0);
+  EXPECT_EQ(after.deallocations - before.deallocations, 0);
 }
 
 TEST(RtThreadAllocations, TheCounterSeesAnAllocationOnTheRtThread) {

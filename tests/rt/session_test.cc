@@ -13,20 +13,15 @@
 
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
+#include "tests/support/bundled_models.h"
 
 namespace hilsim::rt {
 namespace {
 
 constexpr Nanoseconds kSecond = kNanosecondsPerSecond;
 
-std::shared_ptr<const Model> pendulum() {
-  static const auto model = std::make_shared<const Model>(loadModel("pendulum"));
-  return model;
-}
-std::shared_ptr<const Model> arm() {
-  static const auto model = std::make_shared<const Model>(loadModel("iiwa14"));
-  return model;
-}
+using test::arm;
+using test::pendulum;
 
 SessionConfig config(SessionMode mode, std::shared_ptr<const Model> model = pendulum()) {
   SessionConfig c;

@@ -131,7 +131,14 @@ TEST_F(ServerConfigTest, ShippedFileHasTheDocumentedValues) {
   EXPECT_EQ(d.thread().fifo_priority(), 0u);
   EXPECT_EQ(d.thread().cpu(), -1);
   EXPECT_TRUE(d.thread().minimal_timer_slack());
+  EXPECT_FALSE(d.thread().dedicated());
   EXPECT_EQ(d.max_speed(), 10000.0);
+  EXPECT_EQ(c.workers.count, 0);
+  EXPECT_TRUE(c.workers.cpus.empty());
+  EXPECT_EQ(c.workers.fifo_priority, 0);
+  EXPECT_TRUE(c.workers.lock_memory);
+  EXPECT_EQ(c.workers.max_utilisation, 0.8);
+  EXPECT_EQ(c.workers.capacity, 256);
   EXPECT_EQ(d.command_capacity(), 64u);
 
   ASSERT_EQ(c.startup_sessions.size(), 1u);
@@ -447,6 +454,31 @@ TEST_F(ServerConfigTest, WrongTypesAreErrors) {
   expectError("sessions: {name: a}\n", "sessions", "not a list");
   expectError("sessions: [{model: pendulum}]\n", "sessions[0]", "needs a name");
   expectError("listen: [\n", "", "not valid YAML");
+}
+
+TEST_F(ServerConfigTest, SharedWorkersAreReadAndCheckedAgainstTheLimits) {
+  const ServerConfig c = parseServerConfig(
+      "limits: {allowed_cpus: [2, 3], max_fifo_priority: 80}\n"
+      "rt: {workers: {count: 2, cpus: [3, 2], fifo_priority: 70, lock_memory: false,\n"
+      "               max_utilisation: 0.6, capacity: 300}}\n"
+      "session_defaults: {thread: {dedicated: true}}\n",
+      "inline");
+  EXPECT_EQ(c.workers.count, 2);
+  EXPECT_EQ(c.workers.cpus, (std::vector<int>{3, 2}));
+  EXPECT_EQ(c.workers.fifo_priority, 70);
+  EXPECT_FALSE(c.workers.lock_memory);
+  EXPECT_EQ(c.workers.max_utilisation, 0.6);
+  EXPECT_EQ(c.workers.capacity, 300);
+  EXPECT_TRUE(c.session_defaults.thread().dedicated());
+  expectError("limits: {allowed_cpus: [2]}\nrt: {workers: {cpus: [1]}}\n", "rt.workers.cpus[0]",
+              "allowed_cpus");
+  expectError("rt: {workers: {cpus: [1, 1]}}\n", "rt.workers.cpus[1]", "twice");
+  expectError("limits: {max_fifo_priority: 10}\nrt: {workers: {fifo_priority: 20}}\n",
+              "rt.workers.fifo_priority", "0 to 10");
+  expectError("rt: {workers: {max_utilisation: 1.5}}\n", "rt.workers.max_utilisation");
+  expectError("rt: {workers: {count: -1}}\n", "rt.workers.count");
+  expectError("rt: {workers: {capacity: 0}}\n", "rt.workers.capacity");
+  expectError("rt: {threads: 4}\n", "rt.threads");
 }
 
 TEST_F(ServerConfigTest, OutOfRangeValuesAreErrors) {

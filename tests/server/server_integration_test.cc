@@ -1177,6 +1177,84 @@ TEST_F(ServerTest, MetricsEndpointShowsTheRunningSessions) {
   EXPECT_NE(text.find("# TYPE hilsim_wakeup_latency_seconds histogram"), std::string::npos);
 }
 
+// Shared workers (rt.workers): sessions go to the least-loaded worker, a dedicated one runs on a
+// thread of its own, a session past the utilisation bound is refused with the loads, lockstep
+// runs on a worker too, and ListSessions, GetStats and the metrics say where each one runs.
+TEST_F(ServerTest, SharedWorkersRunSessionsPlaceThemAndRefuseWhatWouldOverloadThem) {
+  server_->shutdown();
+  ServerConfig config = testConfig();
+  config.workers.count = 2;
+  config.workers.lock_memory = false;
+  config.metrics_enabled = true;
+  config.metrics_port = 0;
+  startServer(config);
+  const v1::SessionInfo a = createBundled("iiwa14", v1::SESSION_MODE_REALTIME, 4000.0);
+  const v1::SessionInfo b = createBundled("pendulum", v1::SESSION_MODE_REALTIME, 1000.0);
+  const v1::SessionInfo c = createBundled("iiwa14", v1::SESSION_MODE_LOCKSTEP);
+  v1::CreateSessionRequest own;
+  own.mutable_model()->set_bundled_name("pendulum");
+  own.mutable_config()->mutable_thread()->set_dedicated(true);
+  v1::CreateSessionResponse own_created;
+  ASSERT_TRUE(create(own, &own_created).ok());
+  EXPECT_TRUE(own_created.session().config().thread().dedicated());
+  for (const std::uint64_t id : {a.session_id(), b.session_id(), c.session_id(),
+                                 own_created.session().session_id()}) {
+    ASSERT_TRUE(start(id).ok());
+  }
+  // the lockstep session advances on its worker
+  v1::Command step;
+  step.set_session_id(c.session_id());
+  step.set_sequence(1);
+  step.set_steps(25);
+  v1::State after;
+  ASSERT_TRUE(stub_->Step(context().get(), step, &after).ok());
+  EXPECT_EQ(after.cycle(), 25u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const v1::SessionStats arm = stats(a.session_id());
+  const v1::SessionStats pendulum = stats(b.session_id());
+  EXPECT_GE(arm.placement().worker(), 0);
+  EXPECT_GE(pendulum.placement().worker(), 0);
+  EXPECT_NE(arm.placement().worker(), pendulum.placement().worker())
+      << "the second session goes to the worker the first left empty";
+  EXPECT_EQ(stats(own_created.session().session_id()).placement().worker(), -1);
+  EXPECT_GT(arm.placement().cycle_cost_ns(), 0u);
+  EXPECT_GT(arm.placement().load(), 0.0);
+  EXPECT_GT(arm.cycles(), 500u);
+  EXPECT_GT(pendulum.cycles(), 100u);
+
+  v1::ListSessionsResponse listed;
+  ASSERT_TRUE(stub_->ListSessions(context().get(), {}, &listed).ok());
+  ASSERT_EQ(listed.workers_size(), 2);
+  EXPECT_EQ(listed.workers(0).sessions() + listed.workers(1).sessions(), 3u);
+  EXPECT_GT(listed.workers(arm.placement().worker()).load(), 0.0);
+  EXPECT_GT(listed.workers(0).cycles() + listed.workers(1).cycles(), 600u);
+
+  const std::string text = httpGet(server_->metricsPort(), "/metrics");
+  EXPECT_NE(text.find("hilsim_worker_load{worker=\"0\""), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE hilsim_session_cycle_cost_seconds gauge"), std::string::npos);
+
+  // a bound of 1.5 arms at 4 kHz: an arm at 4 kHz with 20 substeps (about 20 times one) is
+  // refused, naming the loads; the light sessions beside it are not
+  server_->shutdown();
+  config = testConfig();
+  config.workers.count = 1;
+  config.workers.lock_memory = false;
+  config.workers.max_utilisation = 1.5 * arm.placement().load();
+  startServer(config);
+  createBundled("pendulum", v1::SESSION_MODE_REALTIME, 100.0);
+  v1::CreateSessionRequest heavy;
+  heavy.mutable_model()->set_bundled_name("iiwa14");
+  heavy.mutable_config()->set_control_rate_hz(4000.0);
+  heavy.mutable_config()->set_substeps(20);
+  v1::CreateSessionResponse refused;
+  const grpc::Status status = create(heavy, &refused);
+  EXPECT_EQ(status.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("worker 0 at"), std::string::npos)
+      << status.error_message();
+  createBundled("pendulum", v1::SESSION_MODE_REALTIME, 100.0);
+}
+
 // Shutdown with a controller and a viewer attached: both streams end, nothing hangs.
 TEST_F(ServerTest, GracefulShutdownEndsStreams) {
   const v1::SessionInfo info = createBundled("pendulum", v1::SESSION_MODE_REALTIME);

@@ -596,6 +596,23 @@ async function refreshSessions() {
   }
 }
 
+// --- shared workers (rt.workers): their load and busy share, refreshed every two seconds ---
+async function refreshWorkers() {
+  try {
+    const body = await api('/api/sessions');
+    const workers = (body.list && body.list.workers) || [];
+    const percent = (x) => `${(100 * Number(x || 0)).toFixed(1)} %`;
+    $('workers').textContent = workers.length === 0 ? '' : 'workers: ' + workers.map((w) => {
+      const cpu = w.cpu ?? 0;  // proto3 JSON leaves zeros out
+      return `#${w.index || 0}${cpu >= 0 ? ` on CPU ${cpu}` : ''}: load ${percent(w.load)}, ` +
+        `busy ${percent(w.utilisation)}, ${w.sessions || 0} sessions`;
+    }).join('; ');
+  } catch (e) {
+    // the session list says what is wrong with the server
+  }
+}
+setInterval(refreshWorkers, 2000);
+
 // One open session at a time: `current` is replaced on every open, and every callback checks
 // that it still belongs to the one it was made for (a quick A → B → A must not leave two sockets).
 async function openSession(id) {
@@ -684,4 +701,5 @@ $('reset').onclick = () => action('reset');
 $('session').onchange = (event) => openSession(event.target.value);
 
 refreshSessions();
+refreshWorkers();
 setInterval(refreshSessions, 2000);

@@ -1,0 +1,146 @@
+// How many sessions one core runs: N sessions of one model at one rate, either on one shared
+// worker pinned to a CPU or each on a dedicated thread (all pinned to the same CPU), for a while;
+// prints the deadline misses over all their cycles, the measured cost of one cycle and the
+// physical bound (period / cost). scripts/session-capacity searches the largest N under a miss
+// budget (docs/REALTIME.md, "How many sessions per core").
+//
+// Usage: hilsim_session_capacity --model iiwa14 --sessions 250 --seconds 60 [--dedicated]
+//          [--rate 1000] [--cpu 1] [--fifo 0] [--json]
+
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/io/model_loader.h"
+#include "rt/session.h"
+#include "rt/worker_set.h"
+
+namespace {
+
+using hilsim::rt::Nanoseconds;
+
+// resident and locked memory of the process [KiB] (/proc/self/status)
+void memory(long& rss_kib, long& locked_kib) {
+  rss_kib = locked_kib = 0;
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long value;
+  std::string unit;
+  while (status >> key >> value >> unit) {
+    if (key == "VmRSS:") rss_kib = value;
+    if (key == "VmLck:") locked_kib = value;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sessions per core: deadline misses of N sessions on one CPU"};
+  std::string model_name = "iiwa14";
+  int sessions = 100;
+  double seconds = 10.0;
+  double rate = 1000.0;
+  bool dedicated = false;
+  int cpu = 0;
+  int fifo = 0;
+  bool lock_memory = false;
+  bool json = false;
+  app.add_option("--model", model_name, "bundled model");
+  app.add_option("--sessions", sessions, "sessions")->check(CLI::Range(1, 4096));
+  app.add_option("--seconds", seconds, "measured time [s]")->check(CLI::PositiveNumber);
+  app.add_option("--rate", rate, "control rate [Hz]")->check(CLI::Range(100.0, 10000.0));
+  app.add_flag("--dedicated", dedicated, "a thread per session instead of one shared worker");
+  app.add_option("--cpu", cpu, "the CPU to run on (−1: any)");
+  app.add_option("--fifo", fifo, "SCHED_FIFO priority (0: SCHED_OTHER)")->check(CLI::Range(0, 99));
+  app.add_flag("--lock-memory", lock_memory, "mlockall, as a server does");
+  app.add_flag("--json", json, "one JSON line instead of text");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto model = std::make_shared<const hilsim::Model>(hilsim::loadModel(model_name));
+  hilsim::rt::WorkersConfig workers_config;
+  workers_config.count = dedicated ? 0 : 1;
+  if (cpu >= 0) workers_config.cpus = {cpu};
+  workers_config.fifo_priority = fifo;
+  workers_config.lock_memory = lock_memory;
+  workers_config.max_utilisation = 1.0;
+  workers_config.capacity = sessions;
+  hilsim::rt::WorkerSet workers(workers_config);
+
+  long rss_before, locked_before;
+  memory(rss_before, locked_before);
+  std::vector<std::unique_ptr<hilsim::rt::Session>> all;
+  for (int k = 0; k < sessions; ++k) {
+    hilsim::rt::SessionConfig c;
+    c.model = model;
+    c.control_rate = rate;
+    c.name = "cap-" + std::to_string(k);
+    c.thread.lock_memory = lock_memory && k == 0;
+    c.thread.cpu = cpu;
+    c.thread.fifo_priority = fifo;
+    c.dedicated_thread = dedicated;
+    all.push_back(std::make_unique<hilsim::rt::Session>(c, nullptr, dedicated ? nullptr : &workers));
+  }
+  const Nanoseconds cost = all.front()->measureCycleCost(200);
+  for (auto& s : all) s->start();
+  // a second of warm-up (page faults, caches, the first stats), then the measured interval
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::vector<std::uint64_t> cycles0(all.size()), misses0(all.size()), skipped0(all.size());
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    cycles0[k] = all[k]->monitor().cycles();
+    misses0[k] = all[k]->monitor().deadlineMisses();
+    skipped0[k] = all[k]->monitor().skippedCycles();
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  std::uint64_t cycles = 0, misses = 0, skipped = 0;
+  Nanoseconds mean_cost = 0;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    cycles += all[k]->monitor().cycles() - cycles0[k];
+    misses += all[k]->monitor().deadlineMisses() - misses0[k];
+    skipped += all[k]->monitor().skippedCycles() - skipped0[k];
+    mean_cost += all[k]->cycleCost();
+  }
+  mean_cost /= static_cast<Nanoseconds>(all.size());
+  long rss, locked;
+  memory(rss, locked);
+  const double utilisation = dedicated ? 0.0 : workers.stats()[0].utilisation;
+  for (auto& s : all) s->stop();
+
+  const double period_ns = 1e9 / rate;
+  // misses over the cycles that were due: run ones and skipped ones
+  const double due = static_cast<double>(cycles + skipped);
+  const double miss_fraction = due > 0 ? static_cast<double>(misses + skipped) / due : 1.0;
+  const double bound = period_ns / static_cast<double>(std::max<Nanoseconds>(mean_cost, 1));
+  const double rss_per_session = static_cast<double>(rss - rss_before) / sessions;
+  if (json) {
+    std::printf(
+        "{\"model\":\"%s\",\"rate\":%.0f,\"sessions\":%d,\"dedicated\":%s,\"seconds\":%.1f,"
+        "\"cycles\":%llu,\"misses\":%llu,\"skipped\":%llu,\"miss_fraction\":%.6g,"
+        "\"cycle_cost_ns\":%lld,\"cycle_cost_alone_ns\":%lld,\"bound\":%.1f,\"utilisation\":%.4f,"
+        "\"rss_kib\":%ld,\"locked_kib\":%ld,\"rss_per_session_kib\":%.1f}\n",
+        model_name.c_str(), rate, sessions, dedicated ? "true" : "false", seconds,
+        static_cast<unsigned long long>(cycles), static_cast<unsigned long long>(misses),
+        static_cast<unsigned long long>(skipped), miss_fraction, static_cast<long long>(mean_cost),
+        static_cast<long long>(cost), bound, utilisation, rss, locked, rss_per_session);
+  } else {
+    std::printf("%d %s sessions at %.0f Hz on %s, %.0f s: %llu cycles, %llu misses, %llu skipped "
+                "(%.4f %% of due cycles); a cycle costs %.2f µs in the run (%.2f µs alone), bound "
+                "%.0f sessions; worker utilisation %.1f %%; RSS %ld MiB (%.0f KiB per session), "
+                "locked %ld MiB\n",
+                sessions, model_name.c_str(), rate,
+                dedicated ? "dedicated threads" : "one shared worker", seconds,
+                static_cast<unsigned long long>(cycles), static_cast<unsigned long long>(misses),
+                static_cast<unsigned long long>(skipped), 100.0 * miss_fraction,
+                1e-3 * static_cast<double>(mean_cost), 1e-3 * static_cast<double>(cost), bound,
+                100.0 * utilisation, rss / 1024, rss_per_session, locked / 1024);
+  }
+  return 0;
+}
