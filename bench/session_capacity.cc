@@ -32,12 +32,10 @@ using hilsim::rt::Nanoseconds;
 void memory(long& rss_kib, long& locked_kib) {
   rss_kib = locked_kib = 0;
   std::ifstream status("/proc/self/status");
-  std::string key;
-  long value;
-  std::string unit;
-  while (status >> key >> value >> unit) {
-    if (key == "VmRSS:") rss_kib = value;
-    if (key == "VmLck:") locked_kib = value;
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) rss_kib = std::stol(line.substr(6));
+    if (line.rfind("VmLck:", 0) == 0) locked_kib = std::stol(line.substr(6));
   }
 }
 
@@ -109,6 +107,15 @@ int main(int argc, char** argv) {
     mean_cost += all[k]->cycleCost();
   }
   mean_cost /= static_cast<Nanoseconds>(all.size());
+  // where a cycle's time goes: the engine's substeps, and the rest (intake, watchdog, checks,
+  // publishing), medians averaged over the sessions
+  double step_p50 = 0.0, overhead_p50 = 0.0;
+  for (auto& s : all) {
+    step_p50 += static_cast<double>(s->stepTime().snapshot().summary().p50);
+    overhead_p50 += static_cast<double>(s->cycleOverhead().snapshot().summary().p50);
+  }
+  step_p50 /= static_cast<double>(all.size());
+  overhead_p50 /= static_cast<double>(all.size());
   long rss, locked;
   memory(rss, locked);
   const double utilisation = dedicated ? 0.0 : workers.stats()[0].utilisation;
@@ -125,22 +132,25 @@ int main(int argc, char** argv) {
         "{\"model\":\"%s\",\"rate\":%.0f,\"sessions\":%d,\"dedicated\":%s,\"seconds\":%.1f,"
         "\"cycles\":%llu,\"misses\":%llu,\"skipped\":%llu,\"miss_fraction\":%.6g,"
         "\"cycle_cost_ns\":%lld,\"cycle_cost_alone_ns\":%lld,\"bound\":%.1f,\"utilisation\":%.4f,"
-        "\"rss_kib\":%ld,\"locked_kib\":%ld,\"rss_per_session_kib\":%.1f}\n",
+        "\"rss_kib\":%ld,\"locked_kib\":%ld,\"rss_per_session_kib\":%.1f,"
+        "\"step_p50_ns\":%.0f,\"overhead_p50_ns\":%.0f}\n",
         model_name.c_str(), rate, sessions, dedicated ? "true" : "false", seconds,
         static_cast<unsigned long long>(cycles), static_cast<unsigned long long>(misses),
         static_cast<unsigned long long>(skipped), miss_fraction, static_cast<long long>(mean_cost),
-        static_cast<long long>(cost), bound, utilisation, rss, locked, rss_per_session);
+        static_cast<long long>(cost), bound, utilisation, rss, locked, rss_per_session, step_p50,
+        overhead_p50);
   } else {
     std::printf("%d %s sessions at %.0f Hz on %s, %.0f s: %llu cycles, %llu misses, %llu skipped "
                 "(%.4f %% of due cycles); a cycle costs %.2f µs in the run (%.2f µs alone), bound "
                 "%.0f sessions; worker utilisation %.1f %%; RSS %ld MiB (%.0f KiB per session), "
-                "locked %ld MiB\n",
+                "locked %ld MiB; engine p50 %.2f µs, rest of the cycle p50 %.2f µs\n",
                 sessions, model_name.c_str(), rate,
                 dedicated ? "dedicated threads" : "one shared worker", seconds,
                 static_cast<unsigned long long>(cycles), static_cast<unsigned long long>(misses),
                 static_cast<unsigned long long>(skipped), 100.0 * miss_fraction,
                 1e-3 * static_cast<double>(mean_cost), 1e-3 * static_cast<double>(cost), bound,
-                100.0 * utilisation, rss / 1024, rss_per_session, locked / 1024);
+                100.0 * utilisation, rss / 1024, rss_per_session, locked / 1024, 1e-3 * step_p50,
+                1e-3 * overhead_p50);
   }
   return 0;
 }

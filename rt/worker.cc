@@ -49,6 +49,17 @@ void Worker::wake() noexcept {
   if (sleeping_.load(std::memory_order_seq_cst)) futexWakeAll(wake_word_);
 }
 
+void Worker::waitForRound(std::uint32_t seen, Nanoseconds timeout) {
+  round_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  if (rounds_.load(std::memory_order_seq_cst) == seen) futexWait(rounds_, seen, timeout);
+  round_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Worker::poke() noexcept {
+  rounds_.fetch_add(1, std::memory_order_seq_cst);
+  futexWakeAll(rounds_);
+}
+
 bool Worker::attach(SessionCore& core) {
   std::lock_guard lock(mutex_);
   for (std::atomic<SessionCore*>& slot : slots_) {
@@ -274,6 +285,10 @@ void Worker::main() {
       busy_.fetch_add(end - start, std::memory_order_relaxed);
       cycles_.fetch_add(1, std::memory_order_relaxed);
       worked = true;
+    }
+    if (worked) {
+      rounds_.fetch_add(1, std::memory_order_seq_cst);
+      if (round_waiters_.load(std::memory_order_seq_cst) > 0) futexWakeAll(rounds_);
     }
     if (worked || !heap_.empty()) {
       idle_since = 0;

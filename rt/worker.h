@@ -74,6 +74,15 @@ class Worker {
   /// A session has work or changed state: the worker looks at once (a futex wake if it sleeps).
   void wake() noexcept;
 
+  /// Moves after every round of the worker that ran a cycle: a thread that forwards the states of
+  /// the worker's sessions (the server's StatePublisher) waits on it, one wake per round instead
+  /// of one per session and cycle.
+  std::uint32_t rounds() const { return rounds_.load(std::memory_order_acquire); }
+  /// Blocks until rounds() ≠ `seen`, poke(), or `timeout` [ns] (non-RT threads).
+  void waitForRound(std::uint32_t seen, Nanoseconds timeout);
+  /// Ends the waits of waitForRound at once (a control change to show).
+  void poke() noexcept;
+
   /// The sessions placed on the worker, for its load; false when it holds `capacity` already.
   bool assign(SessionCore& core);
   void unassign(SessionCore& core);
@@ -106,6 +115,8 @@ class Worker {
   std::atomic<std::uint32_t> wake_word_{0};     // futex the worker sleeps on
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint32_t> rounds_{0};  // futex of waitForRound
+  std::atomic<int> round_waiters_{0};
 
   // the worker thread's own, allocated up front
   std::vector<Entry> entries_;

@@ -43,6 +43,7 @@ class WorkerSet {
   Worker* place(SessionCore& core);
 
   int size() const { return static_cast<int>(workers_.size()); }
+  Worker& worker(int index) { return *workers_[static_cast<std::size_t>(index)]; }
   const WorkersConfig& config() const { return config_; }
   std::vector<WorkerStats> stats() const;
 

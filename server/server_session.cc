@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "server/conversions.h"
+#include "server/state_publisher.h"
 
 namespace hilsim::server {
 
@@ -17,17 +18,24 @@ constexpr rt::Nanoseconds kPublisherPoll = 20'000'000;
 
 ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::ModelInfo model_info,
                              v1::SessionConfig effective_config, const Token& udp_token,
-                             rt::EventLogger* events, std::shared_ptr<rt::WorkerSet> workers)
+                             rt::EventLogger* events, std::shared_ptr<SharedWorkers> shared)
     : id_(id),
       name_(config.name),
       model_info_(std::move(model_info)),
       effective_config_(std::move(effective_config)),
       udp_token_(udp_token),
-      workers_(std::move(workers)),
-      session_(std::make_unique<rt::Session>(std::move(config), events, workers_.get())) {
+      shared_(std::move(shared)),
+      session_(std::make_unique<rt::Session>(std::move(config), events,
+                                             shared_ ? &shared_->workers : nullptr)) {
+  if (const rt::Worker* worker = session_->sharedWorker())
+    shared_publisher_ = shared_->publishers[static_cast<std::size_t>(worker->index())].get();
   extras_ = stateExtras(session_->model());
   snapshot_ = session_->latestState();
-  publisher_ = std::thread([this] { publisherMain(); });
+  last_state_ = session_->state();
+  last_cycle_ = snapshot_.cycle;
+  last_publish_ = snapshot_.publish_time;
+  if (shared_publisher_ != nullptr) shared_publisher_->add(this);
+  else publisher_ = std::thread([this] { publisherMain(); });
 }
 
 ServerSession::~ServerSession() { close(); }
@@ -144,6 +152,7 @@ void ServerSession::close() {
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   // The publisher first: streams end as closed (CANCELLED), not as stopped.
   exit_.store(true, std::memory_order_release);
+  if (shared_publisher_ != nullptr) shared_publisher_->remove(this);
   notifyPublisher();
   if (publisher_.joinable()) publisher_.join();
   session_->stop();
@@ -166,6 +175,7 @@ void ServerSession::addSink(StateSink* sink) {
     std::lock_guard lock(new_sinks_mutex_);
     if (!closed()) {
       new_sinks_.push_back(sink);
+      sinks_pending_.store(true, std::memory_order_release);
       sink = nullptr;
     }
   }
@@ -184,6 +194,10 @@ void ServerSession::removeSink(StateSink* sink) {
 }
 
 void ServerSession::notifyPublisher() {
+  if (shared_publisher_ != nullptr) {
+    shared_publisher_->wake();
+    return;
+  }
   {
     std::lock_guard lock(wake_mutex_);
     wake_pending_ = true;
@@ -192,18 +206,15 @@ void ServerSession::notifyPublisher() {
 }
 
 void ServerSession::publisherMain() {
-  rt::StateSnapshot& snapshot = snapshot_;
-  rt::SessionState last_state = session_->state();
-  std::uint64_t last_cycle = snapshot.cycle;
-  rt::Nanoseconds last_publish = snapshot.publish_time;
   while (!exit_.load(std::memory_order_acquire)) {
     const rt::SessionState now = session_->state();
     if (now == rt::SessionState::kRunning) {
       // A reset restarts the cycle count at 0.
-      if (session_->publishedCycle() < last_cycle) last_cycle = 0;
+      const std::uint64_t last_cycle =
+          session_->publishedCycle() < last_cycle_ ? 0 : last_cycle_;
       // A new cycle, or a timeout to look at the state again (a fault ends the loop at once).
       session_->waitForCycle(last_cycle + 1, kPublisherPoll);
-    } else if (now == last_state) {
+    } else if (now == last_state_) {
       std::unique_lock lock(wake_mutex_);
       wake_.wait_for(lock, std::chrono::nanoseconds(kPublisherPoll),
                      [this] { return wake_pending_; });
@@ -214,31 +225,43 @@ void ServerSession::publisherMain() {
       wake_pending_ = false;
     }
     if (exit_.load(std::memory_order_acquire)) break;
-
-    snapshot = session_->latestState();
-    const rt::SessionState current = session_->state();
-    const bool changed = current != last_state;
-    const bool fresh = snapshot.publish_time != last_publish;
-    // The snapshot carries the state of the cycle that published it; a change made from a
-    // control thread (pause, stop, reset) is newer.
-    snapshot.state = current;
-
-    std::lock_guard lock(sinks_mutex_);
-    const std::size_t before = sinks_.size();
-    {
-      std::lock_guard pending(new_sinks_mutex_);
-      sinks_.insert(sinks_.end(), new_sinks_.begin(), new_sinks_.end());
-      new_sinks_.clear();
-    }
-    const std::size_t added = sinks_.size() - before;
-    for (std::size_t i = before; i < sinks_.size(); ++i) sinks_[i]->onState(snapshot, true);
-    if (changed || fresh) {
-      for (std::size_t i = 0; i + added < sinks_.size(); ++i) sinks_[i]->onState(snapshot, changed);
-    }
-    last_state = current;
-    last_cycle = snapshot.cycle;
-    last_publish = snapshot.publish_time;
+    publishPass();
   }
+}
+
+bool ServerSession::publishPass() {
+  // Nothing new: no state change, no new cycle, no new sink. The shared publisher asks every
+  // session of its worker each round, so this costs three atomic loads.
+  if (session_->state() == last_state_ && session_->publishedCycle() == last_cycle_ &&
+      !sinks_pending_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  rt::StateSnapshot& snapshot = snapshot_;
+  snapshot = session_->latestState();
+  const rt::SessionState current = session_->state();
+  const bool changed = current != last_state_;
+  const bool fresh = snapshot.publish_time != last_publish_;
+  // The snapshot carries the state of the cycle that published it; a change made from a
+  // control thread (pause, stop, reset) is newer.
+  snapshot.state = current;
+
+  std::lock_guard lock(sinks_mutex_);
+  const std::size_t before = sinks_.size();
+  {
+    std::lock_guard pending(new_sinks_mutex_);
+    sinks_.insert(sinks_.end(), new_sinks_.begin(), new_sinks_.end());
+    new_sinks_.clear();
+    sinks_pending_.store(false, std::memory_order_release);
+  }
+  const std::size_t added = sinks_.size() - before;
+  for (std::size_t i = before; i < sinks_.size(); ++i) sinks_[i]->onState(snapshot, true);
+  if (changed || fresh) {
+    for (std::size_t i = 0; i + added < sinks_.size(); ++i) sinks_[i]->onState(snapshot, changed);
+  }
+  last_state_ = current;
+  last_cycle_ = snapshot.cycle;
+  last_publish_ = snapshot.publish_time;
+  return true;
 }
 
 void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out) const {

@@ -24,6 +24,9 @@
 
 namespace hilsim::server {
 
+class StatePublisher;
+struct SharedWorkers;
+
 /// Receives the states of one session on its publisher thread (a non-RT thread).
 class StateSink {
  public:
@@ -47,7 +50,7 @@ class ServerSession {
   ServerSession(std::uint64_t id, rt::SessionConfig config, v1::ModelInfo model_info,
                 v1::SessionConfig effective_config, const Token& udp_token,
                 rt::EventLogger* events = &rt::EventLogger::global(),
-                std::shared_ptr<rt::WorkerSet> workers = nullptr);
+                std::shared_ptr<SharedWorkers> shared = nullptr);
   ~ServerSession();  ///< stops the session and the publisher thread
   ServerSession(const ServerSession&) = delete;
   ServerSession& operator=(const ServerSession&) = delete;
@@ -154,6 +157,10 @@ class ServerSession {
  private:
   void publisherMain();
   void notifyPublisher();
+  friend class StatePublisher;
+  /// Forwards what is new since the last pass (a state change, a cycle, new sinks) to the sinks;
+  /// false when there was nothing. On the publisher thread only (this session's or the shared one).
+  bool publishPass();
 
   const std::uint64_t id_;
   std::string name_;
@@ -168,8 +175,9 @@ class ServerSession {
   std::atomic<std::uint16_t> udp_port_{0};
   std::atomic<std::uint32_t> max_step_cycles_{kDefaultMaxStepCycles};
   TransportCounters udp_, grpc_;
-  std::shared_ptr<rt::WorkerSet> workers_;  // outlives session_: its worker leaves it last
+  std::shared_ptr<SharedWorkers> shared_;  // outlives session_: its worker leaves it last
   std::unique_ptr<rt::Session> session_;
+  StatePublisher* shared_publisher_ = nullptr;  // its worker's; null: publisher_ below
 
   std::atomic<bool> control_stream_open_{false};
   std::atomic<int> readers_{0};
@@ -188,7 +196,12 @@ class ServerSession {
   bool wake_pending_ = false;
   std::atomic<bool> exit_{false};
   std::atomic<bool> closed_{false};
-  rt::StateSnapshot snapshot_;  // publisher thread only
+  std::atomic<bool> sinks_pending_{false};  // new_sinks_ is not empty
+  // the publisher's own: what the sinks were last given
+  rt::StateSnapshot snapshot_;
+  rt::SessionState last_state_ = rt::SessionState::kCreated;
+  std::uint64_t last_cycle_ = 0;
+  rt::Nanoseconds last_publish_ = 0;
   std::thread publisher_;
 };
 

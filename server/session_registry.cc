@@ -10,6 +10,7 @@
 
 #include "engine/io/model_loader.h"
 #include "server/conversions.h"
+#include "server/state_publisher.h"
 #include "server/udp_endpoint.h"
 
 namespace hilsim::server {
@@ -97,7 +98,7 @@ std::map<std::string, std::string> directoryModels(const std::string& directory)
 SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* events)
     : config_(config),
       events_(events),
-      workers_(config.workers.count > 0 ? std::make_shared<rt::WorkerSet>(config.workers) : nullptr),
+      shared_(config.workers.count > 0 ? std::make_shared<SharedWorkers>(config.workers) : nullptr),
       next_udp_port_(config.udp_port_first) {
   // the bundled models and the files of models.directory; a file there of a bundled name
   // replaces the bundled model
@@ -347,7 +348,7 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   Entry entry;
   try {
     entry.session = std::make_shared<ServerSession>(id, std::move(rt_config), info, effective,
-                                                    randomToken(), events_, workers_);
+                                                    randomToken(), events_, shared_);
   } catch (const rt::AdmissionError& e) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
   } catch (const std::exception& e) {
@@ -390,10 +391,14 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   return grpc::Status::OK;
 }
 
+const rt::WorkerSet* SessionRegistry::workers() const {
+  return shared_ ? &shared_->workers : nullptr;
+}
+
 std::vector<v1::WorkerStats> SessionRegistry::workerStats() const {
   std::vector<v1::WorkerStats> out;
-  if (!workers_) return out;
-  for (const rt::WorkerStats& worker : workers_->stats()) toProto(worker, &out.emplace_back());
+  if (!shared_) return out;
+  for (const rt::WorkerStats& worker : shared_->workers.stats()) toProto(worker, &out.emplace_back());
   return out;
 }
 

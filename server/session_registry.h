@@ -50,7 +50,7 @@ class SessionRegistry {
   /// use of the session for its lease.
   std::shared_ptr<ServerSession> find(std::uint64_t id) const;
   /// The shared workers (null when rt.workers.count is 0).
-  const rt::WorkerSet* workers() const { return workers_.get(); }
+  const rt::WorkerSet* workers() const;
   /// Their statistics in wire form (empty without shared workers).
   std::vector<v1::WorkerStats> workerStats() const;
   /// Every session, in creation order.
@@ -90,7 +90,7 @@ class SessionRegistry {
 
   const ServerConfig& config_;
   rt::EventLogger* events_;
-  std::shared_ptr<rt::WorkerSet> workers_;  // rt.workers; null: every session on its own thread
+  std::shared_ptr<SharedWorkers> shared_;  // rt.workers; null: every session on its own thread
   v1::ListModelsResponse bundled_;
   // loaded once, at start-up: a Model is immutable, and sessions share it read-only
   std::map<std::string, std::shared_ptr<const Model>> bundled_models_;

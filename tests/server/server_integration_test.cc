@@ -1230,6 +1230,28 @@ TEST_F(ServerTest, SharedWorkersRunSessionsPlaceThemAndRefuseWhatWouldOverloadTh
   EXPECT_GT(listed.workers(arm.placement().worker()).load(), 0.0);
   EXPECT_GT(listed.workers(0).cycles() + listed.workers(1).cycles(), 600u);
 
+  // the worker's publisher forwards the states of its sessions as its rounds run them (once a
+  // cycle here; a slow reader gets the newest), not at its 20 ms poll
+  auto watch = context(10);
+  v1::StreamStatesRequest watch_request;
+  watch_request.set_session_id(b.session_id());
+  auto reader = stub_->StreamStates(watch.get(), watch_request);
+  v1::State state;
+  std::uint64_t first = 0, previous = 0;
+  int states = 0;
+  bool ordered = true;
+  while (states < 200 && reader->Read(&state)) {
+    if (states == 0) first = state.cycle();
+    if (states > 0 && state.cycle() <= previous) ordered = false;
+    previous = state.cycle();
+    ++states;
+  }
+  watch->TryCancel();
+  reader->Finish();
+  EXPECT_EQ(states, 200);
+  EXPECT_TRUE(ordered);
+  EXPECT_LE(previous - first, 2u * 199u) << "states " << first << " … " << previous;
+
   const std::string text = httpGet(server_->metricsPort(), "/metrics");
   EXPECT_NE(text.find("hilsim_worker_load{worker=\"0\""), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE hilsim_session_cycle_cost_seconds gauge"), std::string::npos);
