@@ -11,7 +11,9 @@ namespace hilsim::rt {
 
 Session::Session(SessionConfig config, EventLogger* events, WorkerSet* workers)
     : SessionCore(std::move(config), events) {
-  if (workers != nullptr && !config_.dedicated_thread) {
+  // A parallel formulation's pool spins its helper threads between passes: such a session runs
+  // on a thread of its own, never among a worker's sessions.
+  if (workers != nullptr && !config_.dedicated_thread && config_.threads == 1) {
     measureCycleCost();
     shared_ = workers->place(*this);  // throws AdmissionError
     worker_index_.store(shared_->index(), std::memory_order_relaxed);

@@ -28,9 +28,9 @@ class AdmissionError : public SessionError {
 class Session : public SessionCore {
  public:
   /// Validates the configuration (throws SessionError) and prepares every buffer. With
-  /// `workers` (and config.dedicated_thread false) the session measures its cycle cost and goes
-  /// to the least-loaded worker (throws AdmissionError when none can take it); otherwise it gets
-  /// a thread of its own at its first start.
+  /// `workers` (config.dedicated_thread false, one thread per evaluation) the session measures
+  /// its cycle cost and goes to the least-loaded worker (throws AdmissionError when none can take
+  /// it); otherwise it gets a thread of its own at its first start.
   explicit Session(SessionConfig config, EventLogger* events = &EventLogger::global(),
                    WorkerSet* workers = nullptr);
   ~Session();  ///< stops the session, leaves its worker

@@ -68,7 +68,9 @@ SessionConfig validated(SessionConfig c) {
 SessionCore::SessionCore(SessionConfig config, EventLogger* events)
     : config_(validated(std::move(config))),
       period_(static_cast<Nanoseconds>(std::llround(1e9 / config_.control_rate))),
-      pool_(config_.threads > 1 ? std::make_unique<WorkerPool>(config_.threads) : nullptr),
+      pool_(config_.threads > 1
+                ? std::make_unique<WorkerPool>(config_.threads, 200'000, config_.pool_cpus)
+                : nullptr),
       simulator_(config_.model, config_.formulation, config_.integrator,
                  1.0 / (config_.control_rate * config_.substeps)),
       q0_(config_.initial_q.value_or(config_.model->initialConfiguration())),

@@ -109,6 +109,8 @@ struct SessionConfig {
   /// Threads of a parallel formulation (hdca), the RT thread one of them: a pool created with the
   /// session (docs/HDCA.md, "Threads"). 1 to 64; more than 1 only for a parallel formulation.
   int threads = 1;
+  /// CPUs the pool's helper threads are pinned to (the server gives rt.workers.cpus); empty: none.
+  std::vector<int> pool_cpus;
   WatchdogConfig watchdog;
   OverrunPolicy overrun = OverrunPolicy::kSkip;
   int max_catch_up = 10;

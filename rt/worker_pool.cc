@@ -3,12 +3,22 @@
 #include <cassert>
 
 #include "rt/futex.h"
+#include "rt/realtime_setup.h"
 
 namespace hilsim::rt {
 
-WorkerPool::WorkerPool(int threads, Nanoseconds spin) : threads_(threads < 1 ? 1 : threads), spin_(spin) {
+WorkerPool::WorkerPool(int threads, Nanoseconds spin, std::vector<int> cpus)
+    : threads_(threads < 1 ? 1 : threads), spin_(spin) {
   workers_.reserve(threads_ - 1);
-  for (int w = 1; w < threads_; ++w) workers_.emplace_back([this, w] { work(w); });
+  for (int w = 1; w < threads_; ++w) {
+    const int cpu = cpus.empty() ? -1 : cpus[static_cast<std::size_t>(w - 1) % cpus.size()];
+    workers_.emplace_back([this, w, cpu] {
+      // a refused pinning (a CPU outside the process's set) leaves the helper unpinned: slower,
+      // never wrong; the session's own thread reports its set-up steps
+      if (cpu >= 0) (void)setCpuAffinity(cpu);
+      work(w);
+    });
+  }
 }
 
 WorkerPool::~WorkerPool() {

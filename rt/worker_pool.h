@@ -22,7 +22,10 @@ class WorkerPool final : public Executor {
   /// caller's sequential work between two passes of one evaluation (the kinematics and the
   /// refinement's sweep of a 4096-body tree, about 100 µs here), so that a step hands over without
   /// a system call; a wake costs tens of microseconds.
-  explicit WorkerPool(int threads, Nanoseconds spin = 200'000);
+  /// `cpus`: the CPUs the workers are pinned to, worker w (1 … threads − 1) to cpus[(w − 1) mod
+  /// size] — the server's rt.workers.cpus, so that a parallel session's helpers and the shared
+  /// workers draw on one configured set; empty: no pinning (the caller's thread is its own).
+  explicit WorkerPool(int threads, Nanoseconds spin = 200'000, std::vector<int> cpus = {});
   ~WorkerPool() override;
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

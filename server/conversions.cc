@@ -452,6 +452,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   c.thread.cpu = thread->cpu();
   c.thread.minimal_timer_slack = thread->minimal_timer_slack();
   c.dedicated_thread = thread->dedicated();
+  c.pool_cpus = server.workers.cpus;  // a parallel session's helpers on the workers' CPUs
   c.max_speed = e.max_speed();
   c.command_capacity = e.command_capacity();
   c.name = e.name();

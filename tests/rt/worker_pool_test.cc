@@ -3,6 +3,7 @@
 // 4 threads; no allocation in a parallel step on any of the pool's threads. Under
 // ThreadSanitizer in CI (label rt).
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <array>
 #include <atomic>
@@ -85,6 +86,30 @@ std::vector<std::shared_ptr<Model>> parallelModels() {
 // A 350-body binary tree, a 260-body chain and a 260-body arc pinned into a loop under hdca's
 // RK4 (q, p), every pass of the assembly tree split among the threads: the same q and v, bit for
 // bit, on 1, 2 and 4 threads
+// The helpers run on the CPUs given (the server's rt.workers.cpus), each on its own in turn.
+TEST(WorkerPool, HelpersArePinnedToTheCpusGiven) {
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (cpus < 2) GTEST_SKIP() << "one CPU";
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (!CPU_ISSET(0, &allowed) || !CPU_ISSET(1, &allowed)) GTEST_SKIP() << "CPUs 0 and 1 not ours";
+  WorkerPool pool(3, 0, {1, 0});
+  std::array<std::atomic<int>, 3> ran_on{};
+  struct Context {
+    std::array<std::atomic<int>, 3>* ran_on;
+  } context{&ran_on};
+  for (int repeat = 0; repeat < 20; ++repeat) {  // a migration would show in one of them
+    pool.runOnEveryThread(
+        [](void* c, int begin, int) {
+          (*static_cast<Context*>(c)->ran_on)[static_cast<std::size_t>(begin)].store(sched_getcpu());
+        },
+        &context);
+    EXPECT_EQ(ran_on[1].load(), 1);
+    EXPECT_EQ(ran_on[2].load(), 0);
+  }
+}
+
 TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
   for (const auto& model : parallelModels()) {
     // hdca splits a pass among the threads from 512 nodes of the assembly tree

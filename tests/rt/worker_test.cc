@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -291,6 +292,36 @@ TEST(Worker, SessionsComeAndGoWhileTheWorkerRuns) {
   }
 }
 
+// Where a session runs does not change what it computes: lockstep on a shared worker (whose
+// admission ran 15 cycles of the model to measure it) and on a thread of its own, the same
+// commands, the same states bit for bit.
+TEST(Worker, LockstepOnAWorkerEqualsLockstepOnItsOwnThreadBitForBit) {
+  WorkerSet workers(oneWorker());
+  SessionConfig c = config(1000.0, "lockstep", arm());
+  c.mode = SessionMode::kLockstep;
+  Session shared(c, &EventLogger::global(), &workers);
+  Session own(c);
+  ASSERT_EQ(shared.stats().worker, 0);
+  ASSERT_EQ(own.stats().worker, -1);
+  ASSERT_TRUE(shared.start());
+  ASSERT_TRUE(own.start());
+  for (std::uint64_t k = 1; k <= 300; ++k) {
+    Command command;
+    command.sequence = k;
+    command.nv = shared.model().nv;
+    for (int j = 0; j < command.nv; ++j) command.tau[j] = 5.0 * std::sin(0.01 * k + j);
+    ASSERT_TRUE(shared.pushCommand(command));
+    ASSERT_TRUE(own.pushCommand(command));
+    ASSERT_TRUE(shared.waitForCycle(k, kSecond));
+    ASSERT_TRUE(own.waitForCycle(k, kSecond));
+  }
+  const StateSnapshot a = shared.latestState(), b = own.latestState();
+  ASSERT_EQ(a.cycle, 300u);
+  ASSERT_EQ(b.cycle, 300u);
+  EXPECT_EQ(std::memcmp(a.q.data(), b.q.data(), sizeof(double) * a.nq), 0);
+  EXPECT_EQ(std::memcmp(a.v.data(), b.v.data(), sizeof(double) * a.nv), 0);
+}
+
 TEST(Worker, SessionsGoToTheLeastLoadedWorkerAndAreRefusedPastTheBound) {
   WorkersConfig w = oneWorker();
   w.count = 2;
@@ -325,6 +356,13 @@ TEST(Worker, SessionsGoToTheLeastLoadedWorkerAndAreRefusedPastTheBound) {
   EXPECT_EQ(own.stats().worker, -1);
   ASSERT_TRUE(own.start());
   ASSERT_TRUE(own.waitForCycle(10, kSecond));
+  EXPECT_EQ(bounded.stats()[0].sessions, 1);
+  // nor is a parallel formulation's session: its pool's helpers spin between passes
+  SessionConfig parallel = config(100.0, "parallel", arm());
+  parallel.formulation = Formulation::kHdca;
+  parallel.threads = 2;
+  Session pooled(parallel, &EventLogger::global(), &bounded);
+  EXPECT_EQ(pooled.stats().worker, -1);
   EXPECT_EQ(bounded.stats()[0].sessions, 1);
 }
 
