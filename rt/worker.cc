@@ -1,6 +1,7 @@
 #include "rt/worker.h"
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cassert>
@@ -33,6 +34,9 @@ Worker::Worker(WorkerConfig config)
   entries_.reserve(capacity);
   heap_.reserve(capacity);
   others_.reserve(capacity);
+  // The thread logs its set-up steps: spdlog's registry is made here first, so that its lazy
+  // construction (in the uninstrumented library) happens before the thread, not beside it.
+  (void)spdlog::default_logger_raw();
   thread_ = std::thread([this] { main(); });
 }
 

