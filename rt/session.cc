@@ -22,9 +22,8 @@ Session::Session(SessionConfig config, EventLogger* events, WorkerSet* workers)
 }
 
 Session::~Session() {
-  stop();
+  stop();  // leaves the worker
   std::lock_guard lock(control_mutex_);
-  detach();
   if (shared_ != nullptr) shared_->unassign(*this);
   setRunner(nullptr);
   dedicated_.reset();  // joins its thread

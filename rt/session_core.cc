@@ -69,7 +69,8 @@ SessionCore::SessionCore(SessionConfig config, EventLogger* events)
     : config_(validated(std::move(config))),
       period_(static_cast<Nanoseconds>(std::llround(1e9 / config_.control_rate))),
       pool_(config_.threads > 1
-                ? std::make_unique<WorkerPool>(config_.threads, 200'000, config_.pool_cpus)
+                ? std::make_unique<WorkerPool>(config_.threads, WorkerPool::kDefaultSpin,
+                                               config_.pool_cpus)
                 : nullptr),
       simulator_(config_.model, config_.formulation, config_.integrator,
                  1.0 / (config_.control_rate * config_.substeps)),

@@ -151,6 +151,33 @@ void Worker::refreshEntries() {
   }
 }
 
+bool Worker::later(int a, int b) const {
+  if (entries_[a].late != entries_[b].late) return entries_[a].late;
+  const Nanoseconds da = entries_[a].core->deadline(), db = entries_[b].core->deadline();
+  return da != db ? da > db : a > b;
+}
+
+Nanoseconds Worker::queueDue(Nanoseconds now) {
+  Nanoseconds next_release = kNever;
+  for (int i = 0; i < static_cast<int>(entries_.size()); ++i) {
+    Entry& entry = entries_[i];
+    const SessionCore& core = *entry.core;
+    if (entry.queued || (entry.late && entry.ran_round == round_) ||
+        core.mode() != SessionMode::kRealtime || core.state() != SessionState::kRunning ||
+        !core.inRunningSegment()) {
+      continue;
+    }
+    if (core.release() <= now) {
+      heap_.push_back(i);
+      std::push_heap(heap_.begin(), heap_.end(), later_);
+      entry.queued = true;
+    } else {
+      next_release = std::min(next_release, core.release());
+    }
+  }
+  return next_release;
+}
+
 void Worker::main() {
   {
     std::string thread_name = config_.name;
@@ -164,19 +191,6 @@ void Worker::main() {
   std::uint32_t members_seen = membership_.load(std::memory_order_acquire) - 1;  // refresh first
   Nanoseconds idle_since = 0;
   Nanoseconds window_start = monotonicNow(), window_busy = 0;
-  // the heap's order: sessions whose last cycle was in time first, then by earliest deadline,
-  // ties by slot. A late session (its last cycle missed its deadline) has the earliest deadlines
-  // of all while it catches up: ordered by them alone, it would run again before a neighbour that
-  // came due during its overrun, and delay that neighbour by two of its cycles or more.
-  const auto later = [this](int a, int b) {
-    if (entries_[a].late != entries_[b].late) return entries_[a].late;
-    const Nanoseconds da = entries_[a].core->deadline(), db = entries_[b].core->deadline();
-    return da != db ? da > db : a > b;
-  };
-  const auto runnable = [](const SessionCore& core) {
-    return core.state() == SessionState::kRunning && core.inRunningSegment();
-  };
-
   while (!stop_.load(std::memory_order_acquire)) {
     const std::uint32_t seen = wake_word_.load(std::memory_order_seq_cst);
     const std::uint32_t members = membership_.load(std::memory_order_acquire);
@@ -200,7 +214,6 @@ void Worker::main() {
     }
 
     // Which sessions run: segments begin and end here; due REALTIME cycles go on the heap.
-    Nanoseconds next_release = kNever;
     Nanoseconds spin = 0;  // the longest LOCKSTEP spin of the running sessions
     for (const int i : heap_) entries_[i].queued = false;  // left over when a change cut a pass
     heap_.clear();
@@ -212,48 +225,23 @@ void Worker::main() {
         if (running) core.enterRunning(now, firstRelease(core, now));
         else core.leaveRunning(now);
       }
-      if (!running) continue;
-      if (core.mode() == SessionMode::kRealtime) {
-        if (core.release() <= now) {
-          heap_.push_back(i);
-          entries_[i].queued = true;
-        } else {
-          next_release = std::min(next_release, core.release());
-        }
-      } else {
-        others_.push_back(i);
-        if (core.mode() == SessionMode::kLockstep)
-          spin = std::max(spin, core.config().lockstep_spin);
-      }
+      if (!running || core.mode() == SessionMode::kRealtime) continue;
+      others_.push_back(i);
+      if (core.mode() == SessionMode::kLockstep)
+        spin = std::max(spin, core.config().lockstep_spin);
     }
+    Nanoseconds next_release = queueDue(now);
 
     // REALTIME, earliest deadline first. A session whose last cycle missed its deadline waits
     // for the sessions in time, and runs once per round: under plain EDF its catch-up cycles,
     // always the earliest deadlines, would hold back every other session while it stays late.
     bool worked = false;
-    std::make_heap(heap_.begin(), heap_.end(), later);
     while (!heap_.empty() && !changed()) {
       // cycles that came due since the last look join the heap (a late session's only in the
       // next round), so that the one chosen now has the earliest deadline of all that are due
       const Nanoseconds chosen = monotonicNow();
-      if (chosen >= next_release) {
-        next_release = kNever;
-        for (int i = 0; i < static_cast<int>(entries_.size()); ++i) {
-          Entry& other = entries_[i];
-          if (other.queued || (other.late && other.ran_round == round_) ||
-              other.core->mode() != SessionMode::kRealtime || !runnable(*other.core)) {
-            continue;
-          }
-          if (other.core->release() <= chosen) {
-            heap_.push_back(i);
-            std::push_heap(heap_.begin(), heap_.end(), later);
-            other.queued = true;
-          } else {
-            next_release = std::min(next_release, other.core->release());
-          }
-        }
-      }
-      std::pop_heap(heap_.begin(), heap_.end(), later);
+      if (chosen >= next_release) next_release = queueDue(chosen);
+      std::pop_heap(heap_.begin(), heap_.end(), later_);
       Entry& entry = entries_[heap_.back()];
       heap_.pop_back();
       entry.queued = false;

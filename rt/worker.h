@@ -104,6 +104,14 @@ class Worker {
   };
   void main();
   void refreshEntries();
+  // The heap's order: sessions whose last cycle was in time first, then by earliest deadline,
+  // ties by slot. A late session (its last cycle missed its deadline) has the earliest deadlines
+  // of all while it catches up: ordered by them alone, it would run again before a neighbour that
+  // came due during its overrun, and delay that neighbour by two of its cycles or more.
+  bool later(int a, int b) const;
+  // Puts every REALTIME cycle due at `now` on the heap (not one already there, nor a late
+  // session's that ran in this round) and returns the earliest release of the others.
+  Nanoseconds queueDue(Nanoseconds now);
   Nanoseconds firstRelease(const SessionCore& core, Nanoseconds now) const;
 
   const WorkerConfig config_;
@@ -121,6 +129,11 @@ class Worker {
   // the worker thread's own, allocated up front
   std::vector<Entry> entries_;
   std::vector<int> heap_;    // due REALTIME entries, earliest deadline on top
+  struct Later {  // later() as the heap algorithms' comparison, without an indirect call
+    const Worker* worker;
+    bool operator()(int a, int b) const { return worker->later(a, b); }
+  };
+  const Later later_{this};
   std::vector<int> others_;  // running LOCKSTEP and FREE entries
   std::uint64_t round_ = 0;
 

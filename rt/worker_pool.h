@@ -17,6 +17,7 @@ namespace hilsim::rt {
 
 class WorkerPool final : public Executor {
  public:
+  static constexpr Nanoseconds kDefaultSpin = 200'000;  ///< see the constructor
   /// `threads` ≥ 1 runs items (the caller and threads − 1 workers). A worker with nothing to do
   /// spins for `spin` [ns], then sleeps on a futex until the next call. The default covers the
   /// caller's sequential work between two passes of one evaluation (the kinematics and the
@@ -25,7 +26,7 @@ class WorkerPool final : public Executor {
   /// `cpus`: the CPUs the workers are pinned to, worker w (1 … threads − 1) to cpus[(w − 1) mod
   /// size] — the server's rt.workers.cpus, so that a parallel session's helpers and the shared
   /// workers draw on one configured set; empty: no pinning (the caller's thread is its own).
-  explicit WorkerPool(int threads, Nanoseconds spin = 200'000, std::vector<int> cpus = {});
+  explicit WorkerPool(int threads, Nanoseconds spin = kDefaultSpin, std::vector<int> cpus = {});
   ~WorkerPool() override;
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
