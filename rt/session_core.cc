@@ -63,6 +63,36 @@ SessionConfig validated(SessionConfig c) {
   return c;
 }
 
+SensorModels makeSensors(const SessionConfig& c) {
+  try {
+    return SensorModels(*c.model, c.sensors, 1.0 / c.control_rate);
+  } catch (const std::invalid_argument& e) {
+    throw SessionError(std::string("session config: ") + e.what());
+  }
+}
+
+ActuatorModels makeActuators(const SessionConfig& c) {
+  try {
+    return ActuatorModels(*c.model, c.actuators, 1.0 / (c.control_rate * c.substeps));
+  } catch (const std::invalid_argument& e) {
+    throw SessionError(std::string("session config: ") + e.what());
+  }
+}
+
+// The drives of a validated configuration, checked for stability at the physics step from q0.
+JointDrives makeDrives(const SessionConfig& c, const Eigen::VectorXd& q0) {
+  const double dt = 1.0 / (c.control_rate * c.substeps);
+  try {
+    JointDrives drives(*c.model, c.drives, dt);
+    if (const std::string why = drives.stabilityProblem(q0); !why.empty()) {
+      throw SessionError("session config: drives: " + why);
+    }
+    return drives;
+  } catch (const std::invalid_argument& e) {
+    throw SessionError(std::string("session config: ") + e.what());
+  }
+}
+
 }  // namespace
 
 SessionCore::SessionCore(SessionConfig config, EventLogger* events)
@@ -76,6 +106,10 @@ SessionCore::SessionCore(SessionConfig config, EventLogger* events)
                  1.0 / (config_.control_rate * config_.substeps)),
       q0_(config_.initial_q.value_or(config_.model->initialConfiguration())),
       v0_(config_.initial_v.value_or(Eigen::VectorXd::Zero(config_.model->nv))),
+      drives_(makeDrives(config_, q0_)),
+      actuators_(makeActuators(config_)),
+      delivered_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
+      sensors_(makeSensors(config_)),
       held_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       applied_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       row_stage_(dynamic_cast<const ConstraintRowStage*>(simulator_.constraints())),
@@ -242,6 +276,11 @@ void SessionCore::restoreInitialState(const Eigen::VectorXd& q, const Eigen::Vec
   cycle_overhead_.reset();
   cycle_ = 0;
   current_ = Command{};
+  // until a first command, position drives hold the state they start from
+  drives_.holdAt(q, current_.position.data());
+  drives_.resetIntegrals();
+  actuators_.reset();
+  sensors_.reset();
   fault_ = FaultInfo{};
   sim_time_.store(0.0);
   running_wall_.store(0);
@@ -357,9 +396,11 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
   const Model& model = *config_.model;
   if (fresh != nullptr) {
     for (int k = 0; k < model.nv; ++k) {
-      if (!std::isfinite(fresh->tau[k])) {
-        fault(FaultKind::kNonFiniteCommand, k, fresh->tau[k], fresh->sequence);
-        return false;
+      for (const double x : {fresh->tau[k], fresh->position[k], fresh->velocity[k]}) {
+        if (!std::isfinite(x)) {
+          fault(FaultKind::kNonFiniteCommand, k, x, fresh->sequence);
+          return false;
+        }
       }
     }
     for (int k = 0; k < 6; ++k) {
@@ -393,9 +434,14 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
   }
   // a push belongs to the command that carries it: the watchdog's own torques come without
   bool push = true;
+  // the drives' loops follow the command's set-points until the watchdog takes over
+  bool drive = false;
   switch (action) {
     case WatchdogAction::kApplyCommand:
-    case WatchdogAction::kHoldLast: applied_tau_ = held_tau_; break;
+    case WatchdogAction::kHoldLast:
+      applied_tau_ = held_tau_;
+      drive = !drives_.effortOnly();
+      break;
     case WatchdogAction::kZeroTorque:
       applied_tau_.setZero();
       push = false;
@@ -415,7 +461,18 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
   }
 
   const Nanoseconds step_start = monotonicNow();
-  for (int s = 0; s < config_.substeps; ++s) simulator_.step(applied_tau_);
+  if (!drive && !drives_.effortOnly()) drives_.resetIntegrals();  // no wind-up while cut off
+  const DriveReference reference{current_.tau.data(), current_.position.data(),
+                                 current_.velocity.data()};
+  for (int s = 0; s < config_.substeps; ++s) {
+    if (drive) drives_.compute(simulator_.q(), simulator_.v(), reference, applied_tau_);
+    if (actuators_.ideal()) {
+      simulator_.step(applied_tau_);
+    } else {
+      actuators_.apply(simulator_.q(), applied_tau_, delivered_tau_);
+      simulator_.step(delivered_tau_);
+    }
+  }
   const Nanoseconds step_end = monotonicNow();
   ++cycle_;
   if (row_stage_) readRowForces();
@@ -494,6 +551,11 @@ void SessionCore::publish() {
   out.command_receive_time = current_.receive_time;
   out.watchdog_tripped = watchdog_.tripped();
   out.command_steps_left = steps_left_after_cycle_;
+  out.measured = !sensors_.ideal();
+  if (out.measured) {
+    out.sensors = sensors_.read(out.q.data(), out.v.data(), out.tau.data(),
+                                out.contact_force.data(), out.ncontacts);
+  }
   out.publish_time = monotonicNow();
   state_out_.publish();
   sim_time_.store(out.time, std::memory_order_relaxed);

@@ -19,11 +19,15 @@
 
 #include "engine/constraints/constraint_forces.h"
 #include "engine/integrators/simulator.h"
+#include "rt/actuator_models.h"
+#include "rt/capacity.h"
 #include "rt/clock.h"
 #include "rt/deadline_monitor.h"
 #include "rt/events.h"
 #include "rt/histogram.h"
+#include "rt/joint_drives.h"
 #include "rt/periodic_loop.h"
+#include "rt/sensor_models.h"
 #include "rt/realtime_setup.h"
 #include "rt/session_state.h"
 #include "rt/spsc_queue.h"
@@ -33,13 +37,10 @@
 
 namespace hilsim::rt {
 
-/// Capacity of the fixed-size command and state records: models with nq or nv above it are
-/// refused. Fixed size keeps every copy through the channels free of allocation.
-constexpr int kMaxCoordinates = 128;
-/// Capacity of the contact records of a state: models with more contact spheres are refused.
-constexpr int kMaxContacts = 64;
 
-/// Joint torques for one or more control periods, from a controller.
+/// Set-points for one or more control periods, from a controller: the torques of effort DoFs and
+/// the feed-forward of the others, the positions and velocities of position and velocity DoFs
+/// (SessionConfig::drives; the entries of DoFs with another interface are not read).
 struct Command {
   std::uint64_t sequence = 0;        ///< the controller's sequence number, echoed in the state
   Nanoseconds client_send_time = 0;  ///< the controller's clock [ns], echoed in the state
@@ -47,6 +48,8 @@ struct Command {
   std::uint32_t steps = 1;           ///< lockstep: control periods to advance with this τ
   std::int32_t nv = 0;               ///< number of torques; must equal the model's nv
   std::array<double, kMaxCoordinates> tau{};  ///< generalized forces [N·m or N], v order
+  std::array<double, kMaxCoordinates> position{};  ///< q_ref per DoF [rad or m], v order
+  std::array<double, kMaxCoordinates> velocity{};  ///< v_ref per DoF [rad/s or m/s], v order
   /// A push on the floating base while the command applies (Simulator::setBaseWrench): force in
   /// W [N] at the base's origin, then torque in W [N·m]. All zero: none; only a model with a
   /// floating base takes a non-zero one.
@@ -70,10 +73,11 @@ struct StateSnapshot {
   std::int32_t nv = 0;
   std::array<double, kMaxCoordinates> q{};    ///< positions (quaternions w, x, y, z)
   std::array<double, kMaxCoordinates> v{};    ///< velocities
-  /// Joint forces the drives applied during the cycle (the last step's, within the actuator
-  /// limits) [N·m, N]
+  /// Joint forces the drives applied during the cycle (the last step's, through the actuator
+  /// models and within the actuator limits) [N·m, N]
   std::array<double, kMaxCoordinates> tau{};
-  /// Joint forces asked of the drives: the command's, or the watchdog's in its stead [N·m, N]
+  /// Joint forces asked of the drives: the command's (position and velocity DoFs: their loops'
+  /// output at the last physics step), or the watchdog's in its stead [N·m, N]
   std::array<double, kMaxCoordinates> tau_commanded{};
   /// Per dof, the generalized force of its position-limit row (0 clear of the limits) [N·m, N]
   std::array<double, kMaxCoordinates> limit_force{};
@@ -97,6 +101,11 @@ struct StateSnapshot {
   /// LOCKSTEP: control cycles of the applied command still to run after this one; 0 when this
   /// state completes it (the state that answers the command). Always 0 in the other modes.
   std::uint32_t command_steps_left = 0;
+  /// The session models its sensors (SessionConfig::sensors): `sensors` holds what they read in
+  /// this cycle (late by their delay), which controllers get instead of q, v, tau and
+  /// contact_force; those stay the truth.
+  bool measured = false;
+  SensorReadings sensors;
 };
 
 struct SessionConfig {
@@ -111,6 +120,15 @@ struct SessionConfig {
   int threads = 1;
   /// CPUs the pool's helper threads are pinned to (the server gives rt.workers.cpus); empty: none.
   std::vector<int> pool_cpus;
+  /// The command interfaces of the joints (rt/joint_drives.h); empty: every DoF takes efforts.
+  std::vector<DriveConfig> drives;
+  /// Delay, quantisation, lag and ripple between a drive's torque and its joint
+  /// (rt/actuator_models.h); empty: ideal actuators.
+  std::vector<ActuatorConfig> actuators;
+  /// Encoders, velocities, torque sensors, the floating base's IMU, contact force sensors: their
+  /// resolution, noise, bias and delay (rt/sensor_models.h); nothing set: controllers read the
+  /// truth.
+  SensorsConfig sensors;
   WatchdogConfig watchdog;
   OverrunPolicy overrun = OverrunPolicy::kSkip;
   int max_catch_up = 10;
@@ -177,6 +195,11 @@ class SessionCore {
   ~SessionCore();
   SessionCore(const SessionCore&) = delete;
   SessionCore& operator=(const SessionCore&) = delete;
+
+  /// The command interfaces of the DoFs (fixed at construction; safe from any thread).
+  const JointDrives& drives() const { return drives_; }
+  /// The sensor models (read their configuration only: reading belongs to the running thread).
+  const SensorModels& sensorModels() const { return sensors_; }
 
   /// Queues a command (non-RT side; producers are serialized by a mutex, never seen by the RT
   /// thread). False when the size is wrong or the channel is full; both are counted.
@@ -256,6 +279,10 @@ class SessionCore {
   std::unique_ptr<WorkerPool> pool_;  // a parallel formulation's threads (threads > 1)
   Simulator simulator_;
   Eigen::VectorXd q0_, v0_;
+  JointDrives drives_;  // RT: the position and velocity loops, run before every physics step
+  ActuatorModels actuators_;        // RT: from the drives' torques to the joints', every step
+  Eigen::VectorXd delivered_tau_;   // RT: the actuators' output of the step
+  SensorModels sensors_;            // RT: the readings published with every state
   Eigen::VectorXd held_tau_;     // RT: the torques of the newest command
   Eigen::VectorXd applied_tau_;  // RT: what the watchdog let through this cycle
   Vector6 held_wrench_ = Vector6::Zero();  // RT: the newest command's base wrench

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "engine/integrators/simulator.h"
 #include "engine/integrators/step_limit.h"
@@ -173,13 +174,20 @@ StateExtras stateExtras(const Model& model) {
   return extras;
 }
 
-std::uint32_t udpStateMaxBytes(const Model& model) {
+std::uint32_t udpStateMaxBytes(const Model& model, bool measured, bool imu) {
   v1::UdpState message;
   fillWorstCaseState(model, message.mutable_state());
+  message.mutable_state()->set_measured(measured);
+  if (imu) {
+    v1::Imu* reading = message.mutable_state()->mutable_imu();
+    for (int i = 0; i < 4; ++i) reading->add_orientation(-1.2345678901234567e300);
+    for (int i = 0; i < 3; ++i) reading->add_angular_velocity(-1.2345678901234567e300);
+    for (int i = 0; i < 3; ++i) reading->add_linear_acceleration(-1.2345678901234567e300);
+  }
   return static_cast<std::uint32_t>(message.ByteSizeLong());
 }
 
-std::uint32_t udpCommandMaxBytes(const Model& model) {
+std::uint32_t udpCommandMaxBytes(const Model& model, bool positions, bool velocities) {
   const int nv = model.nv;
   v1::UdpCommand message;
   message.set_token(std::string(16, '\xff'));
@@ -188,6 +196,8 @@ std::uint32_t udpCommandMaxBytes(const Model& model) {
   command->set_sequence(std::numeric_limits<std::uint64_t>::max());
   command->set_client_send_time_ns(std::numeric_limits<std::int64_t>::min());
   for (int i = 0; i < nv; ++i) command->add_tau(-1.2345678901234567e300);
+  for (int i = 0; positions && i < nv; ++i) command->add_position(-1.2345678901234567e300);
+  for (int i = 0; velocities && i < nv; ++i) command->add_velocity(-1.2345678901234567e300);
   command->set_steps(std::numeric_limits<std::uint32_t>::max());
   for (int i = 0; hasFloatingBase(model) && i < 6; ++i) command->add_base_wrench(-1.2345678901234567e300);
   return static_cast<std::uint32_t>(message.ByteSizeLong());
@@ -274,6 +284,9 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   e.set_idle_timeout_s(request.has_idle_timeout_s() ? request.idle_timeout_s()
                                                     : defaults.idle_timeout_s());
   e.set_name(request.name().empty() ? "session-" + std::to_string(session_id) : request.name());
+  e.mutable_drives()->CopyFrom(request.drives());  // the model's joints: no server default
+  e.mutable_actuators()->CopyFrom(request.actuators());
+  if (request.has_sensors()) *e.mutable_sensors() = request.sensors();
 
   // Ranges of the contract, then the server's limits.
   if (!request.name().empty() && request.name().rfind("session-", 0) == 0 &&
@@ -390,6 +403,63 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
     }
     c.initial_v = Eigen::Map<const Eigen::VectorXd>(e.initial_v().data(), model->nv);
   }
+
+  for (int k = 0; k < e.drives_size(); ++k) {
+    v1::JointDrive* drive = e.mutable_drives(k);
+    rt::DriveConfig d;
+    d.joint = drive->joint();
+    switch (drive->interface()) {
+      case v1::COMMAND_INTERFACE_UNSPECIFIED:
+        drive->set_interface(v1::COMMAND_INTERFACE_EFFORT);
+        [[fallthrough]];
+      case v1::COMMAND_INTERFACE_EFFORT: d.interface = rt::CommandInterface::kEffort; break;
+      case v1::COMMAND_INTERFACE_POSITION: d.interface = rt::CommandInterface::kPosition; break;
+      case v1::COMMAND_INTERFACE_VELOCITY: d.interface = rt::CommandInterface::kVelocity; break;
+      default: return "config.drives[" + std::to_string(k) + "].interface: unknown value";
+    }
+    d.kp = drive->kp();
+    d.kd = drive->kd();
+    d.ki = drive->ki();
+    c.drives.push_back(std::move(d));
+  }
+  {
+    const v1::SensorsConfig& sensors = e.sensors();
+    for (const v1::JointSensor& s : sensors.joints()) {
+      c.sensors.joints.push_back({s.joint(), s.position_resolution(), s.position_noise(),
+                                  s.position_bias(), s.velocity_noise(), s.velocity_bias(),
+                                  s.torque_noise(), s.torque_bias()});
+    }
+    const v1::ImuSensor& imu = sensors.imu();
+    c.sensors.imu.enabled = imu.enabled();
+    c.sensors.imu.orientation_noise = imu.orientation_noise();
+    c.sensors.imu.angular_velocity_noise = imu.angular_velocity_noise();
+    c.sensors.imu.linear_acceleration_noise = imu.linear_acceleration_noise();
+    for (const auto& [field, values, bias] :
+         {std::tuple{"angular_velocity_bias", &imu.angular_velocity_bias(),
+                     &c.sensors.imu.angular_velocity_bias},
+          std::tuple{"linear_acceleration_bias", &imu.linear_acceleration_bias(),
+                     &c.sensors.imu.linear_acceleration_bias}}) {
+      if (values->empty()) continue;
+      if (values->size() != 3) {
+        return std::string("config.sensors.imu.") + field + ": " +
+               std::to_string(values->size()) + " values, expected 3 or none";
+      }
+      *bias = Eigen::Vector3d((*values)[0], (*values)[1], (*values)[2]);
+    }
+    c.sensors.contact_force_noise = sensors.contact_force_noise();
+    if (sensors.delay_cycles() > static_cast<std::uint32_t>(rt::kMaxSensorDelayCycles)) {
+      return "config.sensors.delay_cycles = " + std::to_string(sensors.delay_cycles()) +
+             ": allowed 0 … " + std::to_string(rt::kMaxSensorDelayCycles);
+    }
+    c.sensors.delay_cycles = static_cast<int>(sensors.delay_cycles());
+    c.sensors.seed = sensors.seed();
+  }
+  for (const v1::ActuatorModel& actuator : e.actuators()) {
+    c.actuators.push_back({actuator.joint(), actuator.time_constant_s(), actuator.delay_s(),
+                           actuator.resolution(), actuator.ripple(), actuator.ripple_period()});
+  }
+  // names, gains, ranges and stability: the session checks them (rt::SessionError,
+  // INVALID_ARGUMENT)
 
   c.model = std::move(model);
   switch (e.mode()) {

@@ -37,9 +37,13 @@ struct StateExtras {
 };
 StateExtras stateExtras(const Model& model);
 
-/// Largest serialized UdpState / UdpCommand of a model with every field it carries set [bytes].
-std::uint32_t udpStateMaxBytes(const Model& model);
-std::uint32_t udpCommandMaxBytes(const Model& model);
+/// Largest serialized UdpState / UdpCommand of a model with every field it carries set [bytes]; a
+/// state of a session with sensor models says so (`measured`) and may carry an IMU reading; a
+/// command of a session whose drives read positions (any position DoF) or velocities (any
+/// position or velocity DoF) carries those arrays too.
+std::uint32_t udpStateMaxBytes(const Model& model, bool measured = false, bool imu = false);
+std::uint32_t udpCommandMaxBytes(const Model& model, bool positions = false,
+                                 bool velocities = false);
 
 /// Resolves a requested configuration: every field left 0 or unset by `request` takes the value
 /// of `server.session_defaults`, then the contract's default; the result is checked against the

@@ -28,10 +28,28 @@ std::string describeRejection(Rejection rejection, const v1::Command& command,
     case Rejection::kDuplicate:
       return "command sequence " + std::to_string(command.sequence()) +
              " is not above the newest accepted (" + std::to_string(newest) + ")";
-    case Rejection::kWrongSize:
-      if (command.tau_size() != 0 && command.tau_size() != nv) {
-        return "tau has " + std::to_string(command.tau_size()) +
-               " values; expected none (a sync) or nv = " + std::to_string(nv);
+    case Rejection::kWrongSize: {
+      const auto count = [nv](const char* name, int size) {
+        return std::string(name) + " has " + std::to_string(size) +
+               " values; expected none or nv = " + std::to_string(nv);
+      };
+      switch (session.checkShape(command)) {
+        case CommandShape::kTauSize: return count("tau", command.tau_size());
+        case CommandShape::kPositionSize: return count("position", command.position_size());
+        case CommandShape::kVelocitySize: return count("velocity", command.velocity_size());
+        case CommandShape::kPositionUnread:
+          return "position: no joint of this session has a position interface "
+                 "(SessionConfig.drives)";
+        case CommandShape::kVelocityUnread:
+          return "velocity: no joint of this session has a position or velocity interface "
+                 "(SessionConfig.drives)";
+        case CommandShape::kPositionMissing:
+          return "position: the session has joints with a position interface; every command "
+                 "but a sync carries nv positions";
+        case CommandShape::kVelocityMissing:
+          return "velocity: the session has joints with a velocity interface; every command "
+                 "but a sync carries nv velocities";
+        default: break;
       }
       if (!session.modelInfo().floating_base()) {
         return "base_wrench: the model has no floating base to push (its first joint is not a "
@@ -39,15 +57,24 @@ std::string describeRejection(Rejection rejection, const v1::Command& command,
       }
       return "base_wrench has " + std::to_string(command.base_wrench_size()) +
              " values; expected none or 6 (force, then torque, in the world frame)";
+    }
     case Rejection::kNonFinite: {
       for (int i = 0; i < command.tau_size(); ++i) {
         if (!std::isfinite(command.tau(i))) return "tau[" + std::to_string(i) + "] is not finite";
+      }
+      for (int i = 0; i < command.position_size(); ++i) {
+        if (!std::isfinite(command.position(i)))
+          return "position[" + std::to_string(i) + "] is not finite";
+      }
+      for (int i = 0; i < command.velocity_size(); ++i) {
+        if (!std::isfinite(command.velocity(i)))
+          return "velocity[" + std::to_string(i) + "] is not finite";
       }
       for (int i = 0; i < command.base_wrench_size(); ++i) {
         if (!std::isfinite(command.base_wrench(i)))
           return "base_wrench[" + std::to_string(i) + "] is not finite";
       }
-      return "a torque is not finite";
+      return "a set-point is not finite";
     }
     case Rejection::kTooManySteps:
       return "command steps = " + std::to_string(command.steps()) + ": this server runs at most " +
@@ -130,14 +157,16 @@ class StateWriter {
   explicit StateWriter(Reactor* reactor) : reactor_(reactor) {}
 
   // Caller holds the reactor's mutex.
-  void offer(ServerSession& session, const rt::StateSnapshot& state, TransportCounters* counters) {
+  // `ground_truth`: the simulated truth rather than the session's sensor readings.
+  void offer(ServerSession& session, const rt::StateSnapshot& state, TransportCounters* counters,
+             bool ground_truth = false) {
     if (writing_) {
       if (has_pending_ && counters) counters->states_skipped.fetch_add(1, std::memory_order_relaxed);
-      session.toState(state, &pending_);
+      session.toState(state, &pending_, ground_truth);
       has_pending_ = true;
       return;
     }
-    session.toState(state, &in_flight_);
+    session.toState(state, &in_flight_, ground_truth);
     start(counters);
   }
   void offer(const v1::State& state, TransportCounters* counters) {
@@ -229,7 +258,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
     gate_.accept(command_.sequence());
 
     const bool lockstep = session_->mode() == rt::SessionMode::kLockstep;
-    if (command_.tau_size() == 0) {
+    if (isSync(command_)) {
       if (lockstep && command_.steps() > 0) {
         // A step request: answered by the state after the last of its cycles.
         sync_target_ = std::max(sync_target_, session_->session().publishedCycle()) +
@@ -444,8 +473,12 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
 class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, public StateSink {
  public:
   // `session`: one of whose readers (claimReader) this stream is.
-  StateStreamReactor(std::shared_ptr<ServerSession> session, std::uint32_t decimation)
-      : session_(std::move(session)), decimation_(std::max(1u, decimation)), writer_(this) {
+  StateStreamReactor(std::shared_ptr<ServerSession> session, std::uint32_t decimation,
+                     bool ground_truth)
+      : session_(std::move(session)),
+        decimation_(std::max(1u, decimation)),
+        ground_truth_(ground_truth),
+        writer_(this) {
     claimed_ = true;
     session_->addSink(this);
   }
@@ -462,7 +495,7 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
     if (!(changed || due)) return;
     sent_any_ = true;
     last_sent_cycle_ = state.cycle;
-    writer_.offer(*session_, state, nullptr);
+    writer_.offer(*session_, state, nullptr, ground_truth_);
   }
   void onClosed() override {
     std::lock_guard lock(mutex_);
@@ -502,6 +535,7 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
   std::shared_ptr<ServerSession> session_;
   bool claimed_ = false;
   const std::uint32_t decimation_ = 1;
+  const bool ground_truth_ = false;
   StateWriter<StateStreamReactor> writer_;
   std::mutex mutex_;
   bool finished_ = false;
@@ -526,8 +560,9 @@ grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(const grpc::Status& r
 }
 
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(std::shared_ptr<ServerSession> session,
-                                                           std::uint32_t decimation) {
-  return new StateStreamReactor(std::move(session), decimation);
+                                                           std::uint32_t decimation,
+                                                           bool ground_truth) {
+  return new StateStreamReactor(std::move(session), decimation, ground_truth);
 }
 
 }  // namespace hilsim::server

@@ -32,8 +32,10 @@ grpc::ServerBidiReactor<v1::Command, v1::State>* newControlReactor(SessionRegist
 /// A StreamStates call refused with `refusal`.
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(const grpc::Status& refusal);
 
-/// A StreamStates feed of `session` (one of its claimed readers): every `decimation`-th state.
+/// A StreamStates feed of `session` (one of its claimed readers): every `decimation`-th state,
+/// the truth with `ground_truth`, else what the session's sensors read.
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(std::shared_ptr<ServerSession> session,
-                                                           std::uint32_t decimation);
+                                                           std::uint32_t decimation,
+                                                           bool ground_truth);
 
 }  // namespace hilsim::server

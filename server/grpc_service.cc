@@ -216,7 +216,7 @@ grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* c
                                             "time)"));
   }
   const std::uint32_t steps = request->steps();
-  const bool with_torques = request->tau_size() != 0;
+  const bool with_torques = !isSync(*request);
   if (!with_torques && steps == 0) {
     const Rejection outcome = session->submit(*request, receive_time);
     counters.count(outcome);
@@ -269,7 +269,8 @@ grpc::ServerWriteReactor<v1::State>* SimulationService::StreamStates(
                sessionLabel(session->id()) + " has " + std::to_string(config_.max_stream_readers) +
                    " StreamStates readers, this server's limit (limits.max_stream_readers)"});
   }
-  return newStateStreamReactor(std::move(session), request->decimation());
+  return newStateStreamReactor(std::move(session), request->decimation(),
+                               request->ground_truth());
 }
 
 }  // namespace hilsim::server

@@ -167,7 +167,9 @@ class Parser {
   // A mapping whose keys are all known: unknown keys (typos) and repeated keys are errors.
   class Mapping {
    public:
-    Mapping(const Parser& parser, const Item& item, std::initializer_list<std::string_view> keys);
+    Mapping(const Parser& parser, const Item& item, std::initializer_list<std::string_view> keys)
+        : Mapping(parser, item, std::vector<std::string_view>(keys)) {}
+    Mapping(const Parser& parser, const Item& item, const std::vector<std::string_view>& keys);
     std::optional<Item> get(std::string_view key) const;
 
    private:
@@ -188,7 +190,15 @@ class Parser {
   bool boolean(const Item& item) const;
   std::string choice(const Item& item, const std::vector<std::string>& allowed) const;
   template <typename Enum>
-  Enum enumeration(const Item& item, const google::protobuf::EnumDescriptor* descriptor) const;
+  Enum enumeration(const Item& item, const google::protobuf::EnumDescriptor* descriptor) const {
+    return static_cast<Enum>(enumNumber(item, descriptor));
+  }
+  int enumNumber(const Item& item, const google::protobuf::EnumDescriptor* descriptor) const;
+  /// A mapping onto a message whose fields are scalars, enumerations or repeated numbers, keyed
+  /// by the field names (`except`: fields parsed by the caller); ranges are the session's to check.
+  void flatMessage(const Item& item, google::protobuf::Message* out,
+                   std::initializer_list<std::string_view> except = {}) const;
+  void parseSensors(const Item& item, v1::SensorsConfig* out) const;
   std::vector<Item> list(const Item& item) const;
   fs::path path(const Item& item) const;
   std::string readFile(const Item& item, const fs::path& file, const char* what) const;
@@ -214,7 +224,7 @@ class Parser {
 };
 
 Parser::Mapping::Mapping(const Parser& parser, const Item& item,
-                         std::initializer_list<std::string_view> keys) {
+                         const std::vector<std::string_view>& keys) {
   // an empty section (every line commented out) reads as null: no keys
   if (item.node.IsNull()) return;
   if (!item.node.IsMap()) {
@@ -326,9 +336,8 @@ std::string Parser::choice(const Item& item, const std::vector<std::string>& all
 
 // A contract enumeration by the lower-case name after its prefix: "catch_up" for
 // OVERRUN_POLICY_CATCH_UP. Value 0 (UNSPECIFIED) is never a choice.
-template <typename Enum>
-Enum Parser::enumeration(const Item& item,
-                         const google::protobuf::EnumDescriptor* descriptor) const {
+int Parser::enumNumber(const Item& item,
+                      const google::protobuf::EnumDescriptor* descriptor) const {
   const std::string unspecified = descriptor->FindValueByNumber(0)->name();
   const std::size_t prefix = unspecified.size() - std::string_view("UNSPECIFIED").size();
   std::vector<std::string> names;
@@ -343,7 +352,63 @@ Enum Parser::enumeration(const Item& item,
   }
   const std::string name = choice(item, names);
   const auto at = std::find(names.begin(), names.end(), name) - names.begin();
-  return static_cast<Enum>(numbers[static_cast<std::size_t>(at)]);
+  return numbers[static_cast<std::size_t>(at)];
+}
+
+void Parser::flatMessage(const Item& item, google::protobuf::Message* out,
+                         std::initializer_list<std::string_view> except) const {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor* descriptor = out->GetDescriptor();
+  const google::protobuf::Reflection* reflection = out->GetReflection();
+  std::vector<std::string_view> keys;
+  for (int k = 0; k < descriptor->field_count(); ++k) keys.push_back(descriptor->field(k)->name());
+  const Mapping m(*this, item, keys);
+  for (int k = 0; k < descriptor->field_count(); ++k) {
+    const FieldDescriptor* field = descriptor->field(k);
+    if (std::find(except.begin(), except.end(), field->name()) != except.end()) continue;
+    const auto v = m.get(field->name());
+    if (!v) continue;
+    if (field->is_repeated()) {
+      if (field->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE) fail(*v, "not a list of numbers");
+      reflection->ClearField(out, field);
+      const std::vector<Item> elements = list(*v);
+      if (elements.size() > 64) fail(*v, std::to_string(elements.size()) + " values: at most 64");
+      for (const Item& element : elements) {
+        reflection->AddDouble(out, field, number(element, -kInfinity, kInfinity));
+      }
+      continue;
+    }
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        reflection->SetDouble(out, field, number(*v, -kInfinity, kInfinity));
+        break;
+      case FieldDescriptor::CPPTYPE_STRING: reflection->SetString(out, field, text(*v)); break;
+      case FieldDescriptor::CPPTYPE_BOOL: reflection->SetBool(out, field, boolean(*v)); break;
+      case FieldDescriptor::CPPTYPE_ENUM:
+        reflection->SetEnumValue(out, field, enumNumber(*v, field->enum_type()));
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        reflection->SetUInt32(out, field, static_cast<std::uint32_t>(integer(*v, 0, 1'000'000)));
+        break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        reflection->SetUInt64(out, field,
+                              static_cast<std::uint64_t>(
+                                  integer(*v, 0, std::numeric_limits<std::int64_t>::max())));
+        break;
+      default: fail(*v, "not a setting this file can give");
+    }
+  }
+}
+
+void Parser::parseSensors(const Item& item, v1::SensorsConfig* out) const {
+  flatMessage(item, out, {"joints", "imu"});
+  const Mapping m(*this, item,
+                  {"joints", "imu", "contact_force_noise", "delay_cycles", "seed"});
+  if (auto joints = m.get("joints")) {
+    out->clear_joints();
+    for (const Item& joint : list(*joints)) flatMessage(joint, out->add_joints());
+  }
+  if (auto imu = m.get("imu")) flatMessage(*imu, out->mutable_imu());
 }
 
 std::vector<Item> Parser::list(const Item& item) const {
@@ -669,7 +734,7 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   const std::initializer_list<std::string_view> session_keys = {
       "mode",    "control_rate_hz", "substeps",  "formulation",      "integrator", "watchdog",
       "overrun", "thread",          "max_speed", "command_capacity", "initial_q",  "initial_v",
-      "idle_timeout_s", "threads"};
+      "idle_timeout_s", "threads", "drives", "actuators", "sensors"};
   const Mapping m(*this, item, per_session ? session_keys : defaults_keys);
 
   if (auto v = m.get("mode"))
@@ -728,6 +793,17 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   if (auto v = m.get("command_capacity")) {
     out.set_command_capacity(static_cast<std::uint32_t>(integer(*v, 1, kMaxCommandCapacity)));
   }
+  // the model's joints: a session's own configuration only (names, gains and ranges are checked
+  // when the session is made)
+  if (auto drives = m.get("drives")) {
+    out.clear_drives();
+    for (const Item& drive : list(*drives)) flatMessage(drive, out.add_drives());
+  }
+  if (auto actuators = m.get("actuators")) {
+    out.clear_actuators();
+    for (const Item& actuator : list(*actuators)) flatMessage(actuator, out.add_actuators());
+  }
+  if (auto sensors = m.get("sensors")) parseSensors(*sensors, out.mutable_sensors());
   for (const auto& [key, values] : {std::pair{"initial_q", out.mutable_initial_q()},
                                     std::pair{"initial_v", out.mutable_initial_v()}}) {
     const auto v = m.get(key);

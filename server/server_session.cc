@@ -1,5 +1,6 @@
 #include "server/server_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -108,16 +109,34 @@ void ServerSession::reset(const std::optional<Eigen::VectorXd>& q,
   notifyPublisher();
 }
 
-Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds receive_time) {
-  const int size = command.tau_size();
-  if (size != 0 && size != nv()) return Rejection::kWrongSize;
-  const int pushes = command.base_wrench_size();
-  if (pushes != 0 && (pushes != 6 || !model_info_.floating_base())) return Rejection::kWrongSize;
-  for (const double tau : command.tau()) {
-    if (!std::isfinite(tau)) return Rejection::kNonFinite;
+CommandShape ServerSession::checkShape(const v1::Command& command) const {
+  const int n = nv();
+  const auto sized = [n](int size) { return size == 0 || size == n; };
+  if (!sized(command.tau_size())) return CommandShape::kTauSize;
+  if (!sized(command.position_size())) return CommandShape::kPositionSize;
+  if (!sized(command.velocity_size())) return CommandShape::kVelocitySize;
+  const rt::JointDrives& drives = session_->drives();
+  if (command.position_size() != 0 && !drives.anyPosition()) return CommandShape::kPositionUnread;
+  if (command.velocity_size() != 0 && !drives.anyPosition() && !drives.anyVelocity()) {
+    return CommandShape::kVelocityUnread;
   }
-  for (const double wrench : command.base_wrench()) {
-    if (!std::isfinite(wrench)) return Rejection::kNonFinite;
+  if (!isSync(command)) {
+    if (drives.anyPosition() && command.position_size() == 0) return CommandShape::kPositionMissing;
+    if (drives.anyVelocity() && command.velocity_size() == 0) return CommandShape::kVelocityMissing;
+  }
+  const int pushes = command.base_wrench_size();
+  if (pushes != 0 && (pushes != 6 || !model_info_.floating_base())) return CommandShape::kBaseWrench;
+  return CommandShape::kNone;
+}
+
+Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds receive_time) {
+  if (checkShape(command) != CommandShape::kNone) return Rejection::kWrongSize;
+  const auto finite = [](const auto& values) {
+    return std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); });
+  };
+  if (!finite(command.tau()) || !finite(command.position()) || !finite(command.velocity()) ||
+      !finite(command.base_wrench())) {
+    return Rejection::kNonFinite;
   }
   // Bounded work per request: steps are cycles the RT thread runs back to back (other modes
   // ignore them).
@@ -128,15 +147,18 @@ Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds rece
   if (now == rt::SessionState::kStopped || now == rt::SessionState::kFaulted) {
     return Rejection::kInactive;
   }
-  if (size == 0) return Rejection::kNone;  // a sync: checked, never queued
+  if (isSync(command)) return Rejection::kNone;  // checked, never queued
 
   rt::Command queued;
   queued.sequence = command.sequence();
   queued.client_send_time = command.client_send_time_ns();
   queued.receive_time = receive_time;
   queued.steps = command.steps();
-  queued.nv = size;
+  queued.nv = nv();
+  // an empty array stays zeros: no torque, no feed-forward
   std::copy(command.tau().begin(), command.tau().end(), queued.tau.begin());
+  std::copy(command.position().begin(), command.position().end(), queued.position.begin());
+  std::copy(command.velocity().begin(), command.velocity().end(), queued.velocity.begin());
   std::copy(command.base_wrench().begin(), command.base_wrench().end(),
             queued.base_wrench.begin());
   if (session_->pushCommand(queued)) return Rejection::kNone;
@@ -264,14 +286,31 @@ bool ServerSession::publishPass() {
   return true;
 }
 
-void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out) const {
+void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out, bool ground_truth) const {
   out->set_session_id(id_);
   out->set_cycle(s.cycle);
   out->set_time(s.time);
   out->set_state(toProto(s.state));
-  out->mutable_q()->Assign(s.q.begin(), s.q.begin() + s.nq);
-  out->mutable_v()->Assign(s.v.begin(), s.v.begin() + s.nv);
-  out->mutable_tau()->Assign(s.tau.begin(), s.tau.begin() + s.nv);
+  // a controller reads its sensors; tests, logs and the viewer may ask for the truth
+  const bool measured = s.measured && !ground_truth;
+  out->set_measured(measured);
+  const rt::SensorReadings& r = s.sensors;
+  const double* q = measured ? r.q.data() : s.q.data();
+  const double* v = measured ? r.v.data() : s.v.data();
+  const double* tau = measured ? r.tau.data() : s.tau.data();
+  out->mutable_q()->Assign(q, q + s.nq);
+  out->mutable_v()->Assign(v, v + s.nv);
+  out->mutable_tau()->Assign(tau, tau + s.nv);
+  if (measured && session_->sensorModels().hasImu()) {
+    v1::Imu* imu = out->mutable_imu();
+    imu->mutable_orientation()->Assign(r.imu_orientation.begin(), r.imu_orientation.end());
+    imu->mutable_angular_velocity()->Assign(r.imu_angular_velocity.begin(),
+                                            r.imu_angular_velocity.end());
+    imu->mutable_linear_acceleration()->Assign(r.imu_linear_acceleration.begin(),
+                                               r.imu_linear_acceleration.end());
+  } else {
+    out->clear_imu();
+  }
   out->set_command_sequence(s.command_sequence);
   out->set_command_client_send_time_ns(s.command_client_time);
   out->set_command_receive_time_ns(s.command_receive_time);
@@ -293,15 +332,15 @@ void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out) const {
     out->clear_limit_force();
   }
   const int contacts = std::min(extras_.contacts, static_cast<int>(s.ncontacts));
-  out->mutable_contact_force()->Assign(s.contact_force.begin(),
-                                       s.contact_force.begin() + 3 * contacts);
+  const double* force = measured ? r.contact_force.data() : s.contact_force.data();
+  out->mutable_contact_force()->Assign(force, force + 3 * contacts);
   out->mutable_contact_depth()->Assign(s.contact_depth.begin(), s.contact_depth.begin() + contacts);
 }
 
-void ServerSession::latestState(v1::State* out) {
+void ServerSession::latestState(v1::State* out, bool ground_truth) {
   rt::StateSnapshot snapshot = session_->latestState();
   snapshot.state = session_->state();
-  toState(snapshot, out);
+  toState(snapshot, out, ground_truth);
 }
 
 double ServerSession::idleSeconds() {
@@ -327,8 +366,11 @@ void ServerSession::fillInfo(v1::SessionInfo* out) {
     out->clear_fault();
   }
   out->set_udp_port(udpPort());
-  out->set_udp_state_max_bytes(udpStateMaxBytes(model()));
-  out->set_udp_command_max_bytes(udpCommandMaxBytes(model()));
+  const rt::SensorModels& sensors = session_->sensorModels();
+  out->set_udp_state_max_bytes(udpStateMaxBytes(model(), !sensors.ideal(), sensors.hasImu()));
+  const rt::JointDrives& drives = session_->drives();
+  out->set_udp_command_max_bytes(udpCommandMaxBytes(
+      model(), drives.anyPosition(), drives.anyPosition() || drives.anyVelocity()));
   out->set_control_period_ns(session_->period());
   out->set_dt(1.0 / (session_->config().control_rate * session_->config().substeps));
   latestState(out->mutable_latest_state());

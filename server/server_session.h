@@ -41,6 +41,24 @@ class StateSink {
   virtual void onClosed() {}
 };
 
+/// A command with no set-points (tau, position and velocity empty): a sync (control.proto).
+inline bool isSync(const v1::Command& command) {
+  return command.tau_size() == 0 && command.position_size() == 0 && command.velocity_size() == 0;
+}
+
+/// What is wrong with a command's arrays for a session (a kWrongSize rejection), kNone if nothing.
+enum class CommandShape : std::uint8_t {
+  kNone,
+  kTauSize,          ///< tau neither empty nor nv values
+  kPositionSize,     ///< position neither empty nor nv values
+  kVelocitySize,     ///< velocity neither empty nor nv values
+  kPositionUnread,   ///< position given, but no DoF has a position interface
+  kVelocityUnread,   ///< velocity given, but no DoF has a position or velocity interface
+  kPositionMissing,  ///< a non-sync command without the positions its position DoFs need
+  kVelocityMissing,  ///< a non-sync command without the velocities its velocity DoFs need
+  kBaseWrench,       ///< base_wrench neither empty nor 6 values, or no floating base to push
+};
+
 class ServerSession {
  public:
   using Token = std::array<std::uint8_t, 16>;
@@ -88,11 +106,13 @@ class ServerSession {
              const std::optional<Eigen::VectorXd>& v = std::nullopt);
 
   /// Rules 7–11 of udp.proto for a command that passed the transport's own checks (size,
-  /// session, token, sequence): tau neither empty nor nv values, non-finite, LOCKSTEP steps above
-  /// maxStepCycles(), session STOPPED or FAULTED, channel full. Queues a command with torques (a
-  /// sync is only checked). Does not count: the caller counts the outcome in its
+  /// session, token, sequence): the arrays' sizes (checkShape), a non-finite value, LOCKSTEP steps above
+  /// maxStepCycles(), session STOPPED or FAULTED, channel full. Queues a command with set-points
+  /// (a sync is only checked; an empty tau queues zeros). Does not count: the caller counts the outcome in its
   /// TransportCounters. Thread-safe.
   Rejection submit(const v1::Command& command, rt::Nanoseconds receive_time);
+  /// The first problem of a command's array sizes for this session's model and drives.
+  CommandShape checkShape(const v1::Command& command) const;
   /// LOCKSTEP: the most control cycles one command, step request or Step call may ask for
   /// (limits.max_step_cycles); set before the session is handed to its transports.
   void setMaxStepCycles(std::uint32_t cycles) {
@@ -111,10 +131,12 @@ class ServerSession {
   /// Unregisters a sink; when it returns, no call into the sink is running or will run.
   void removeSink(StateSink* sink);
 
-  /// The wire form of a snapshot (send_time_ns left 0: the transport stamps it).
-  void toState(const rt::StateSnapshot& snapshot, v1::State* out) const;
+  /// The wire form of a snapshot (send_time_ns left 0: the transport stamps it): what the
+  /// session's sensors read (State.measured) when it models them, unless `ground_truth`.
+  void toState(const rt::StateSnapshot& snapshot, v1::State* out,
+               bool ground_truth = false) const;
   /// The newest published state in wire form.
-  void latestState(v1::State* out);
+  void latestState(v1::State* out, bool ground_truth = false);
   void fillInfo(v1::SessionInfo* out);
   void fillStats(v1::SessionStats* out);
   /// What the actuator limits, stops and contact solver did (SessionStats.constraints).

@@ -204,7 +204,7 @@ void UdpEndpoint::rememberAccepted(const Endpoint& address, std::uint64_t sequen
 
 void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds receive_time) {
   rememberAccepted(sender_, command.sequence());
-  const bool sync = command.tau_size() == 0;
+  const bool sync = isSync(command);
   const bool lockstep = mode_ == rt::SessionMode::kLockstep;
   const bool step_request = sync && lockstep && command.steps() >= 1;
   // the cycle the step request starts from (commands still queued ahead of it are not counted)

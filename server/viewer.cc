@@ -371,7 +371,7 @@ struct Viewer::Impl {
       watcher.said_closed = true;
     } else {
       v1::State state;
-      session.latestState(&state);
+      session.latestState(&state, true);  // the robot as it is, not as its sensors say
       if (state.cycle() == watcher.last_cycle &&
           static_cast<int>(state.state()) == watcher.last_state &&
           now - watcher.last_sent < std::chrono::seconds(1)) {

@@ -300,7 +300,8 @@ Command addProbeCommand(CLI::App& app, const std::string& solver_help) {
 struct SessionArgs {
   ServerOptions server = serverOptionsFromEnvironment();
   CreateOptions create;
-  std::string create_rate, create_idle_timeout, id, step_tau;
+  std::string create_rate, create_idle_timeout, id;
+  StepSetPoints step_set_points;
   std::uint32_t steps = 1;
 };
 
@@ -335,6 +336,16 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
                       "server's, 1)");
   command->add_option("-I,--integrator", create.integrator, "rk4, euler or imex_euler");
   command->add_option("--watchdog", create.watchdog, "hold, zero, damping or fault");
+  command->add_option("--drive", create.drives,
+                      "A joint's command interface (repeatable): JOINT=effort, "
+                      "JOINT=position:kp=K,kd=D or JOINT=velocity:kd=D[,ki=I]; JOINT * for "
+                      "every revolute, prismatic and planar joint not named (docs/REALISM.md)")
+      ->type_name("SPEC");
+  command->add_option("--actuator", create.actuators,
+                      "A joint's actuator model (repeatable): JOINT:time_constant=T,delay=D,"
+                      "resolution=R,ripple=A,ripple_period=P, any of them [s, N·m or N, rad or m]; "
+                      "JOINT * for every joint not named (docs/REALISM.md)")
+      ->type_name("SPEC");
   command->add_flag("--start", create.start, "Start the session at once");
   addServerOptions(command, args->server);
   return {command, [args](std::ostream& out) {
@@ -386,14 +397,20 @@ Command addSessionCommand(CLI::App& app, const std::string& solver_help) {
   step->add_option("N", args->steps, "Control cycles, 1 to the server's limits.max_step_cycles")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  step->add_option("--tau", args->step_tau,
-                   "Joint forces for those cycles: nv comma-separated values [N·m, N] "
-                   "(default: zeros)");
+  step->add_option("--tau", args->step_set_points.tau,
+                   "Joint forces (feed-forward on position and velocity joints) for those "
+                   "cycles: nv comma-separated values [N·m, N] (default: zeros)");
+  step->add_option("--position", args->step_set_points.position,
+                   "Position set-points of the joints with a position interface: nv "
+                   "comma-separated values, v order [rad, m]");
+  step->add_option("--velocity", args->step_set_points.velocity,
+                   "Velocity set-points of the joints with a velocity interface (velocity "
+                   "feed-forward on position joints): nv comma-separated values [rad/s, m/s]");
   addServerOptions(step, args->server);
   commands.push_back({step, [args](std::ostream& out) {
                         const ServerOptions server = withImpliedTls(args->server);
                         sessionStep(server, resolveSession(server, args->id), args->steps,
-                                    args->step_tau, out);
+                                    args->step_set_points, out);
                       }});
   CLI::App* list = session->add_subcommand("list", "List the server's sessions");
   addServerOptions(list, args->server);

@@ -306,6 +306,79 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
 
 // --- commands --------------------------------------------------------------------------------
 
+// Calls take(name, value) for each NAME=VALUE of a comma-separated list; fail(why) on one that
+// is not NAME=number.
+template <typename Fail, typename Take>
+void forEachSetting(const std::string& list, const Fail& fail, const Take& take) {
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const std::size_t at = item.find('=');
+    if (at == std::string::npos) fail("'" + item + "' is not NAME=VALUE");
+    double value = 0.0;
+    try {
+      std::size_t used = 0;
+      value = std::stod(item.substr(at + 1), &used);
+      if (used != item.size() - at - 1) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      fail("'" + item.substr(at + 1) + "' is not a number");
+    }
+    take(item.substr(0, at), value);
+  }
+}
+
+v1::JointDrive parseDrive(const std::string& text) {
+  const auto fail = [&](const std::string& why) {
+    throw CliError("--drive '" + text + "': " + why +
+                       " (expected JOINT=effort, JOINT=position:kp=K,kd=D or "
+                       "JOINT=velocity:kd=D[,ki=I]; JOINT * for every joint not named)",
+                   kExitUsage);
+  };
+  const std::size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) fail("no JOINT=");
+  v1::JointDrive drive;
+  drive.set_joint(text.substr(0, equals));
+  const std::size_t colon = text.find(':', equals);
+  const std::string interface = text.substr(equals + 1, colon == std::string::npos
+                                                            ? std::string::npos
+                                                            : colon - equals - 1);
+  drive.set_interface(parseEnumOrThrow<v1::CommandInterface>(
+      interface, "--drive interface",
+      {{"effort", v1::COMMAND_INTERFACE_EFFORT},
+       {"position", v1::COMMAND_INTERFACE_POSITION},
+       {"velocity", v1::COMMAND_INTERFACE_VELOCITY}}));
+  if (colon == std::string::npos) return drive;
+  forEachSetting(text.substr(colon + 1), fail, [&](const std::string& name, double value) {
+    if (name == "kp") drive.set_kp(value);
+    else if (name == "kd") drive.set_kd(value);
+    else if (name == "ki") drive.set_ki(value);
+    else fail("unknown gain '" + name + "' (kp, kd, ki)");
+  });
+  return drive;
+}
+
+v1::ActuatorModel parseActuator(const std::string& text) {
+  const auto fail = [&](const std::string& why) {
+    throw CliError("--actuator '" + text + "': " + why +
+                       " (expected JOINT:time_constant=T,delay=D,resolution=R,ripple=A,"
+                       "ripple_period=P, any of them; JOINT * for every joint not named)",
+                   kExitUsage);
+  };
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0) fail("no JOINT:");
+  v1::ActuatorModel actuator;
+  actuator.set_joint(text.substr(0, colon));
+  forEachSetting(text.substr(colon + 1), fail, [&](const std::string& name, double value) {
+    if (name == "time_constant") actuator.set_time_constant_s(value);
+    else if (name == "delay") actuator.set_delay_s(value);
+    else if (name == "resolution") actuator.set_resolution(value);
+    else if (name == "ripple") actuator.set_ripple(value);
+    else if (name == "ripple_period") actuator.set_ripple_period(value);
+    else fail("unknown setting '" + name + "' (time_constant, delay, resolution, ripple, ripple_period)");
+  });
+  return actuator;
+}
+
 void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ostream& out) {
   if (o.model.empty()) throw CliError("--model is required", kExitUsage);
   v1::CreateSessionRequest request;
@@ -373,6 +446,9 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
          {"fault", v1::WATCHDOG_POLICY_FAULT}}));
   }
 
+  for (const std::string& drive : o.drives) *c.add_drives() = parseDrive(drive);
+  for (const std::string& actuator : o.actuators) *c.add_actuators() = parseActuator(actuator);
+
   client::SimulationClient simulation(server.server, server.client);
   v1::CreateSessionResponse response = simulation.createSession(request);
   const std::uint64_t id = response.session().session_id();
@@ -425,16 +501,24 @@ void sessionAction(const ServerOptions& server, const std::string& action, std::
 }
 
 void sessionStep(const ServerOptions& server, std::uint64_t id, std::uint32_t steps,
-                 const std::string& tau, std::ostream& out) {
+                 const StepSetPoints& set_points, std::ostream& out) {
   client::SimulationClient simulation(server.server, server.client);
   const int nv = simulation.getSession(id).model().nv();
-  // zeros without --tau: an empty tau would be a sync, which does not advance
-  const Eigen::VectorXd forces =
-      tau.empty() ? Eigen::VectorXd::Zero(nv) : parseVectorOption(tau, nv, "--tau");
   v1::Command command;
   command.set_session_id(id);
   command.set_steps(steps);
-  for (const double value : forces) command.add_tau(value);
+  const auto add = [nv](const std::string& text, const char* option,
+                        google::protobuf::RepeatedField<double>* field) {
+    if (text.empty()) return;
+    for (const double value : parseVectorOption(text, nv, option)) field->Add(value);
+  };
+  add(set_points.tau, "--tau", command.mutable_tau());
+  add(set_points.position, "--position", command.mutable_position());
+  add(set_points.velocity, "--velocity", command.mutable_velocity());
+  // zeros when nothing is given: an empty command would be a sync, which does not advance
+  if (command.tau_size() + command.position_size() + command.velocity_size() == 0) {
+    command.mutable_tau()->Resize(nv, 0.0);
+  }
   const v1::State state = simulation.step(command);
   if (server.json) {
     out << messageToJson(state);

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <google/protobuf/message.h>
 
@@ -40,7 +41,19 @@ struct CreateOptions {
   std::string integrator;           ///< rk4 or euler; empty: the server's default
   std::string watchdog;             ///< hold, zero, damping or fault; empty: the server's default
   bool start = false;               ///< start the session at once
+  /// Command interfaces, one per --drive: "JOINT=INTERFACE[:GAIN=VALUE,…]" (parseDrive)
+  std::vector<std::string> drives;
+  /// Actuator models, one per --actuator: "JOINT:NAME=VALUE,…" (parseActuator)
+  std::vector<std::string> actuators;
 };
+
+/// One --drive: "JOINT=effort", "JOINT=position:kp=K,kd=D" or "JOINT=velocity:kd=D[,ki=I]";
+/// JOINT "*" names every revolute, prismatic and planar joint no other --drive names. CliError
+/// (usage) on a malformed one; the server checks names and gains.
+v1::JointDrive parseDrive(const std::string& text);
+/// One --actuator: "JOINT:time_constant=T,delay=D,resolution=R,ripple=A,ripple_period=P" (any
+/// of them; seconds, N·m or N, rad or m); JOINT "*" for every joint not named otherwise.
+v1::ActuatorModel parseActuator(const std::string& text);
 
 /// Parses a session id (a decimal number ≥ 1); CliError with exit code 2 otherwise.
 std::uint64_t parseSessionId(const std::string& text);
@@ -74,10 +87,15 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& options, st
 /// final statistics).
 void sessionAction(const ServerOptions& server, const std::string& action, std::uint64_t id,
                    std::ostream& out);
-/// LOCKSTEP: advances session `id` by `steps` control cycles with joint forces `tau` (nv
-/// comma-separated values [N·m, N]; empty: zeros) and prints the State after them.
+/// The set-points of `session step`: nv comma-separated values each [N·m or N; rad or m; rad/s
+/// or m/s]; empty: not sent.
+struct StepSetPoints {
+  std::string tau, position, velocity;
+};
+/// LOCKSTEP: advances session `id` by `steps` control cycles with `set_points` (all empty: zero
+/// torques, since an empty command would be a sync) and prints the State after them.
 void sessionStep(const ServerOptions& server, std::uint64_t id, std::uint32_t steps,
-                 const std::string& tau, std::ostream& out);
+                 const StepSetPoints& set_points, std::ostream& out);
 /// One line per session: id, name, model, mode, rate, state, UDP port, controller stream, age,
 /// idle time, owner, and its lease.
 void sessionList(const ServerOptions& server, std::ostream& out);

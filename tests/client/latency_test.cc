@@ -279,6 +279,63 @@ TEST_F(LatencyTest, ASessionFromAModelFileIsAddressedByItsName) {
   ASSERT_EQ(run({"session", "close", "arm", "--server", target}, closed, err), 0) << err.str();
 }
 
+// Command interfaces from the CLI: --drive on create, --position and --velocity on step; a
+// malformed --drive is a usage error before anything is sent, a bad gain the server's refusal.
+TEST_F(LatencyTest, SessionCreateTakesDrivesAndStepTakesSetPoints) {
+  const std::string target = server_->grpcTarget();
+  std::ostringstream created, err;
+  ASSERT_EQ(run({"session", "create", "--server", target, "--model", "pendulum", "--name", "pd",
+                 "--mode", "lockstep", "--drive", "*=position:kp=200,kd=20", "--start"},
+                created, err),
+            0)
+      << err.str();
+  std::ostringstream stepped;
+  // the gravity torque 9.81 sin 0.5 as feed-forward: the drive settles on its set-point
+  ASSERT_EQ(run({"session", "step", "pd", "3000", "--position", "0.5", "--tau",
+                 "4.703164533707231", "--server", target},
+                stepped, err),
+            0)
+      << err.str();
+  EXPECT_NE(stepped.str().find("cycle 3000"), std::string::npos) << stepped.str();
+  EXPECT_NE(stepped.str().find("  q 0.5\n"), std::string::npos) << stepped.str();
+  std::ostringstream info;
+  ASSERT_EQ(run({"session", "get", "pd", "--server", target, "--json"}, info, err), 0);
+  EXPECT_NE(info.str().find("COMMAND_INTERFACE_POSITION"), std::string::npos) << info.str();
+
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"session", "create", "--server", target, "--model", "pendulum", "--drive", "hinge"},
+       kExitUsage, "--drive 'hinge': no JOINT="},
+      {{"session", "create", "--server", target, "--model", "pendulum", "--drive",
+        "hinge=torque"},
+       kExitUsage, "--drive interface: unknown value 'torque'"},
+      {{"session", "create", "--server", target, "--model", "pendulum", "--drive",
+        "hinge=position:kp=1,kx=2"},
+       kExitUsage, "unknown gain 'kx'"},
+      {{"session", "create", "--server", target, "--model", "pendulum", "--drive",
+        "hinge=position:kp=1,kd=abc"},
+       kExitUsage, "'abc' is not a number"},
+      {{"session", "create", "--server", target, "--model", "pendulum", "--drive",
+        "hinge=position:kp=100"},
+       kExitFailure, "INVALID_ARGUMENT: session config: drives[0] (joint 'hinge')"},
+      {{"session", "step", "pd", "2", "--server", target}, kExitFailure,
+       "carries nv positions"},
+  };
+  for (const Case& c : cases) {
+    std::ostringstream out, case_err;
+    EXPECT_EQ(run(c.args, out, case_err), c.code) << case_err.str();
+    const std::string message = case_err.str();
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  }
+  std::ostringstream closed;
+  ASSERT_EQ(run({"session", "close", "pd", "--server", target}, closed, err), 0) << err.str();
+}
+
 // Ctrl-C on a run: the loop stops, the session it created is closed, the CSV and the report
 // cover what was measured, and the exit code is the shell's for SIGINT (130).
 TEST_F(LatencyTest, ASignalClosesTheSessionAndReportsWhatWasMeasured) {

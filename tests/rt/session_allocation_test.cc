@@ -98,6 +98,58 @@ INSTANTIATE_TEST_SUITE_P(
              std::string(watchdogPolicyName(info.param.policy));
     });
 
+// Command interfaces and actuator models: position loops on every joint, a velocity loop with its
+// integral on two, their set-points changing every cycle, watchdog silences that cut and restore
+// the drives, and every actuator effect on every joint.
+TEST(RtThreadAllocations, NoneWithDrivesAndActuatorModels) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+  SessionConfig c;
+  c.model = std::make_shared<const Model>(loadModel("iiwa14"));
+  const Model& model = *c.model;
+  c.mode = SessionMode::kRealtime;
+  c.control_rate = 4000.0;
+  c.thread.lock_memory = false;
+  c.watchdog = WatchdogConfig{WatchdogPolicy::kZeroTorque, 3, 1.0};
+  c.drives = {{"*", CommandInterface::kPosition, 200.0, 2.0, 0.0},
+              {model.joint_names[2], CommandInterface::kVelocity, 0.0, 2.0, 5.0},
+              {model.joint_names[5], CommandInterface::kVelocity, 0.0, 1.0, 5.0}};
+  // and every actuator effect on every joint: delay line, quantum, lag, ripple
+  c.actuators = {{"*", 2e-3, 1e-3, 0.01, 0.05, 0.1}};
+  c.name = "alloc-drives";
+  c.on_rt_thread_start = [] { test::beginHeapCounting(); };
+  Session s(c);
+  const test::HeapCounts before = test::allThreadsHeapCounts();
+  ASSERT_TRUE(s.start());
+  std::atomic<bool> done{false};
+  std::thread controller([&] {
+    std::uint64_t sequence = 0;
+    while (!done.load()) {
+      Command command;
+      command.sequence = ++sequence;
+      command.nv = model.nv;
+      for (int k = 0; k < model.nv; ++k) {
+        command.position[k] = 0.2 * std::sin(1e-3 * sequence + k);
+        command.velocity[k] = 0.1 * std::cos(1e-3 * sequence + k);
+        command.tau[k] = 0.05;
+      }
+      // every 50th command a silence long enough to trip the watchdog (3 cycles at 4 kHz)
+      if (sequence % 50 != 0) s.pushCommand(command);
+      std::this_thread::sleep_for(std::chrono::microseconds(sequence % 50 == 0 ? 2000 : 200));
+      (void)s.latestState();
+    }
+  });
+  const bool reached = s.waitForCycle(kCycles, 60 * kNanosecondsPerSecond);
+  const test::HeapCounts after = test::allThreadsHeapCounts();
+  done.store(true);
+  controller.join();
+  s.stop();
+  ASSERT_TRUE(reached) << "state " << sessionStateName(s.state()) << ": " << s.stats().fault;
+  EXPECT_EQ(after.allocations - before.allocations, 0);
+  EXPECT_EQ(after.deallocations - before.deallocations, 0);
+  EXPECT_GT(s.stats().commands_applied, 100u);
+  EXPECT_GT(s.stats().watchdog_trips, 0u);
+}
+
 // The contact stage's cycle: the quadruped standing under its stance law, pushed now and then
 // (base wrench on and off), its foot forces and the solver's counts published every cycle.
 TEST(RtThreadAllocations, NoneWithContactsAndPushes) {

@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <vector>
 
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
@@ -175,6 +177,157 @@ TEST(Session, LockstepIsBitForBitReproducibleAndEqualsTheOfflineSimulator) {
   EXPECT_EQ(std::memcmp(a.q.data(), sim.q().data(), sizeof(double) * a.nq), 0);
   EXPECT_EQ(std::memcmp(a.v.data(), sim.v().data(), sizeof(double) * a.nv), 0);
   EXPECT_GT(std::abs(a.v[0]), 1e-3) << "the arm moved";
+}
+
+// Position drives: until a first command they hold the initial pose; then they follow the
+// commands' set-points, their loops run before every physics step — the very bits of the drives
+// and the engine stepped by hand.
+TEST(Session, PositionDrivesHoldThenFollowAndEqualTheLoopsSteppedByHand) {
+  constexpr int kSubsteps = 4, kHold = 50, kCommands = 300;
+  constexpr double kp = 300.0, kd = 2.0;
+  SessionConfig c = config(SessionMode::kLockstep, arm());
+  c.substeps = kSubsteps;
+  c.drives = {{"*", CommandInterface::kPosition, kp, kd, 0.0}};
+  Session s(c);
+  ASSERT_TRUE(s.start());
+  s.requestSteps(kHold);
+  ASSERT_TRUE(s.waitForCycle(kHold, kSecond));
+  const Model& model = *arm();
+  const Eigen::VectorXd q0 = model.initialConfiguration();
+  StateSnapshot state = s.latestState();
+  for (int k = 0; k < model.nq; ++k) {
+    EXPECT_NEAR(state.q[k], q0[k], 0.02) << "held against gravity (a sag of g(q)/kp), joint " << k;
+  }
+  const auto reference = [&](int k, int dof) { return 0.3 * std::sin(0.01 * k + dof); };
+  for (int k = 1; k <= kCommands; ++k) {
+    Command command;
+    command.sequence = static_cast<std::uint64_t>(k);
+    command.nv = model.nv;
+    for (int dof = 0; dof < model.nv; ++dof) command.position[dof] = reference(k, dof);
+    ASSERT_TRUE(s.pushCommand(command));
+    ASSERT_TRUE(s.waitForCycle(kHold + k, kSecond));
+  }
+  state = s.latestState();
+  ASSERT_EQ(s.state(), SessionState::kRunning) << s.stats().fault;
+
+  JointDrives drives(model, c.drives, 1.0 / (1000.0 * kSubsteps));
+  Simulator sim(arm(), Formulation::kAba, Integrator::kRk4, 1.0 / (1000.0 * kSubsteps));
+  std::array<double, kMaxCoordinates> position{}, velocity{}, tau_ff{};
+  drives.holdAt(q0, position.data());
+  Eigen::VectorXd tau(model.nv);
+  const auto cycle = [&] {
+    for (int step = 0; step < kSubsteps; ++step) {
+      drives.compute(sim.q(), sim.v(), {tau_ff.data(), position.data(), velocity.data()}, tau);
+      sim.step(tau);
+    }
+  };
+  for (int k = 0; k < kHold; ++k) cycle();
+  for (int k = 1; k <= kCommands; ++k) {
+    for (int dof = 0; dof < model.nv; ++dof) position[dof] = reference(k, dof);
+    cycle();
+  }
+  EXPECT_EQ(std::memcmp(state.q.data(), sim.q().data(), sizeof(double) * model.nq), 0);
+  EXPECT_EQ(std::memcmp(state.v.data(), sim.v().data(), sizeof(double) * model.nv), 0);
+  EXPECT_EQ(std::memcmp(state.tau_commanded.data(), tau.data(), sizeof(double) * model.nv), 0)
+      << "tau_commanded: the loops' output at the last physics step";
+  double moved = 0.0;
+  for (int dof = 0; dof < model.nv; ++dof) moved = std::max(moved, std::abs(state.q[dof] - q0[dof]));
+  EXPECT_GT(moved, 0.05) << "the drives moved the arm";
+}
+
+// Actuator models sit between the command and the joint every physics step: a lockstep session
+// with a delayed, lagged, quantised drive is the engine stepped by hand through the same models;
+// tau_commanded is what was asked, tau what the joint got.
+TEST(Session, ActuatorModelsRunEveryPhysicsStepBetweenTheCommandAndTheJoint) {
+  constexpr int kSubsteps = 2, kCommands = 200;
+  SessionConfig c = config(SessionMode::kLockstep, pendulum());
+  c.substeps = kSubsteps;
+  c.actuators = {{"*", 0.01, 3e-3, 0.05, 0.0, 0.0}};
+  Session s(c);
+  ASSERT_TRUE(s.start());
+  for (int k = 1; k <= kCommands; ++k) {
+    ASSERT_TRUE(s.pushCommand(command(s.model(), k, 2.0 * std::sin(0.05 * k))));
+    ASSERT_TRUE(s.waitForCycle(k, kSecond));
+  }
+  const StateSnapshot state = s.latestState();
+  const double dt = 1.0 / (1000.0 * kSubsteps);
+  ActuatorModels actuators(*pendulum(), c.actuators, dt);
+  Simulator sim(pendulum(), Formulation::kAba, Integrator::kRk4, dt);
+  Eigen::VectorXd asked(1), delivered(1);
+  for (int k = 1; k <= kCommands; ++k) {
+    asked[0] = command(s.model(), k, 2.0 * std::sin(0.05 * k)).tau[0];
+    for (int step = 0; step < kSubsteps; ++step) {
+      actuators.apply(sim.q(), asked, delivered);
+      sim.step(delivered);
+    }
+  }
+  EXPECT_EQ(std::memcmp(state.q.data(), sim.q().data(), sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(state.v.data(), sim.v().data(), sizeof(double)), 0);
+  EXPECT_EQ(state.tau_commanded[0], asked[0]);
+  EXPECT_EQ(state.tau[0], delivered[0]);
+  EXPECT_NE(state.tau[0], state.tau_commanded[0]) << "6 steps late, lagged and quantised";
+  // a reset empties the delay line: the first steps after it deliver nothing
+  s.reset();
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(s.pushCommand(command(s.model(), kCommands + 1, 1.0)));
+  ASSERT_TRUE(s.waitForCycle(1, kSecond));
+  EXPECT_EQ(s.latestState().tau[0], 0.0) << "the 3 ms delay holds the command back";
+}
+
+// Sensor models in a lockstep session: readings beside the truth in every state, reproducible bit
+// for bit from the seed (two sessions, and one session after a reset), late by their delay.
+TEST(Session, SensorReadingsAreReproducibleFromTheSeedAndLateByTheirDelay) {
+  constexpr int kCommands = 200;
+  SessionConfig c = config(SessionMode::kLockstep, pendulum());
+  c.sensors.joints = {{"hinge", 0.0, 1e-3, 0.0, 1e-2, 0.0, 0.1, 0.0}};
+  c.sensors.delay_cycles = 3;
+  c.sensors.seed = 5;
+  const auto run = [&](Session& s, std::vector<StateSnapshot>* states) {
+    for (int k = 1; k <= kCommands; ++k) {
+      EXPECT_TRUE(s.pushCommand(command(s.model(), k, std::sin(0.03 * k))));
+      EXPECT_TRUE(s.waitForCycle(k, kSecond));
+      states->push_back(s.latestState());
+    }
+  };
+  Session a(c), b(c);
+  ASSERT_TRUE(a.start());
+  ASSERT_TRUE(b.start());
+  std::vector<StateSnapshot> first, second, again;
+  run(a, &first);
+  run(b, &second);
+  a.reset();
+  ASSERT_TRUE(a.start());
+  run(a, &again);
+  double largest_error = 0.0;
+  for (int k = 0; k < kCommands; ++k) {
+    ASSERT_TRUE(first[k].measured);
+    EXPECT_EQ(first[k].sensors.q[0], second[k].sensors.q[0]) << k;
+    EXPECT_EQ(first[k].sensors.tau[0], second[k].sensors.tau[0]) << k;
+    EXPECT_EQ(first[k].sensors.q[0], again[k].sensors.q[0]) << k << ": a reset restarts the noise";
+    EXPECT_EQ(first[k].q[0], again[k].q[0]) << k << ": and the truth is the truth";
+    if (k >= 3) {
+      // the reading of cycle k is the truth of cycle k − 3, plus noise of σ = 1 mrad
+      const double error = first[k].sensors.q[0] - first[k - 3].q[0];
+      EXPECT_LT(std::abs(error), 6e-3) << k;
+      largest_error = std::max(largest_error, std::abs(error));
+    }
+  }
+  EXPECT_GT(largest_error, 0.0) << "the noise is on";
+}
+
+TEST(Session, DrivesThatAreUnstableAtThePhysicsStepAreRefused) {
+  SessionConfig c = config(SessionMode::kLockstep, arm());
+  c.drives = {{arm()->joint_names[7], CommandInterface::kVelocity, 0.0, 1e4, 0.0}};
+  try {
+    Session refused(c);
+    ADD_FAILURE() << "kd = 10⁴ N·m·s/rad accepted at dt = 1 ms on the wrist";
+  } catch (const SessionError& e) {
+    EXPECT_NE(std::string(e.what()).find("unstable at dt = 0.001 s"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(arm()->joint_names[7]), std::string::npos) << e.what();
+  }
+  c.drives = {{"no_such_joint", CommandInterface::kEffort}};
+  EXPECT_THROW(Session refused(c), SessionError);
 }
 
 TEST(Session, AMasslessModelNeedsImexEulerAndThenRunsLikeTheOfflineSimulator) {

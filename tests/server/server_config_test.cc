@@ -412,6 +412,57 @@ TEST_F(ServerConfigTest, EnvironmentTokenAppliesWhenTheFileGivesNone) {
   }
 }
 
+// A start-up session's hardware models: drives, actuators and sensors, keyed by the contract's
+// field names; enumerations by their short names; mistakes named by their path.
+TEST_F(ServerConfigTest, StartupSessionsTakeDrivesActuatorsAndSensors) {
+  const ServerConfig c = parseServerConfig(R"(sessions:
+  - name: arm
+    model: iiwa14
+    config:
+      drives:
+        - {joint: "*", interface: position, kp: 2000, kd: 60}
+        - {joint: iiwa_joint_7, interface: velocity, kd: 0.5, ki: 10}
+      actuators:
+        - {joint: "*", time_constant_s: 2.0e-4, delay_s: 1.0e-3, resolution: 0.01}
+      sensors:
+        joints: [{joint: "*", position_resolution: 1.0e-5, torque_noise: 0.2}]
+        imu: {enabled: true, angular_velocity_bias: [0.01, 0, 0]}
+        contact_force_noise: 1.5
+        delay_cycles: 2
+        seed: 7
+)",
+                                           "<test>");
+  ASSERT_EQ(c.startup_sessions.size(), 1u);
+  const v1::SessionConfig& s = c.startup_sessions[0].config;
+  ASSERT_EQ(s.drives_size(), 2);
+  EXPECT_EQ(s.drives(0).joint(), "*");
+  EXPECT_EQ(s.drives(0).interface(), v1::COMMAND_INTERFACE_POSITION);
+  EXPECT_EQ(s.drives(0).kd(), 60.0);
+  EXPECT_EQ(s.drives(1).interface(), v1::COMMAND_INTERFACE_VELOCITY);
+  EXPECT_EQ(s.drives(1).ki(), 10.0);
+  ASSERT_EQ(s.actuators_size(), 1);
+  EXPECT_EQ(s.actuators(0).delay_s(), 1e-3);
+  EXPECT_EQ(s.actuators(0).resolution(), 0.01);
+  ASSERT_EQ(s.sensors().joints_size(), 1);
+  EXPECT_EQ(s.sensors().joints(0).torque_noise(), 0.2);
+  EXPECT_TRUE(s.sensors().imu().enabled());
+  ASSERT_EQ(s.sensors().imu().angular_velocity_bias_size(), 3);
+  EXPECT_EQ(s.sensors().contact_force_noise(), 1.5);
+  EXPECT_EQ(s.sensors().delay_cycles(), 2u);
+  EXPECT_EQ(s.sensors().seed(), 7u);
+
+  expectError("sessions:\n  - {name: a, config: {drives: [{joint: x, interface: torque}]}}\n",
+              "sessions[0].config.drives[0].interface", "effort, position, velocity");
+  expectError("sessions:\n  - {name: a, config: {drives: [{joint: x, kq: 1}]}}\n",
+              "sessions[0].config.drives[0].kq", "allowed here: joint, interface, kp, kd, ki");
+  expectError("sessions:\n  - {name: a, config: {sensors: {imu: {enabled: maybe}}}}\n",
+              "sessions[0].config.sensors.imu.enabled");
+  expectError("sessions:\n  - {name: a, config: {actuators: {joint: x}}}\n",
+              "sessions[0].config.actuators", "is not a list");
+  // the model's joints: not in the defaults
+  expectError("session_defaults: {drives: []}\n", "session_defaults.drives");
+}
+
 TEST_F(ServerConfigTest, UnknownKeysAreErrors) {
   expectError("listen: {grpc_prot: 1}\n", "listen.grpc_prot", "allowed here: address, grpc_port");
   expectError("lsiten: {}\n", "lsiten", "allowed here: listen");

@@ -29,6 +29,7 @@
 #include "engine/model/data.h"
 #include "hilsim/v1/service.grpc.pb.h"
 #include "rt/clock.h"
+#include "server/conversions.h"
 #include "server/session_registry.h"
 
 namespace hilsim::server {
@@ -283,6 +284,182 @@ TEST_F(ServerTest, DrivesSaturateAndStopsPushAsTheStateAndStatisticsSay) {
 // control on the state Step answered (the delta's arms between 0.2 and 0.8 rad, within their
 // limits, the four-bar's crank ±0.4 rad), so that no run depends on the last bit of a chaotic
 // trajectory through a singular configuration (docs/TESTING.md).
+// Command interfaces over gRPC: a session whose joints take positions (one a velocity) steps to
+// the set-points; commands whose arrays do not fit the session's interfaces are refused with the
+// reason, and the effective configuration and the UDP size figure show the drives.
+TEST_F(ServerTest, PositionAndVelocityInterfacesFollowTheirSetPoints) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("iiwa14");
+  request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+  request.mutable_config()->set_substeps(2);
+  // stiff on the heavy shoulder and elbow, soft on the light wrist (the stability bound
+  // kd·dt < 2 I: iiwa_link_7 has I ≈ 0.001 kg·m²)
+  const auto add_drive = [&](const std::string& joint, v1::CommandInterface interface, double kp,
+                             double kd) {
+    v1::JointDrive* drive = request.mutable_config()->add_drives();
+    drive->set_joint(joint);
+    drive->set_interface(interface);
+    drive->set_kp(kp);
+    drive->set_kd(kd);
+  };
+  // (the smallest inertias at the initial pose: 0.059, 0.89, 0.020, 0.125, 0.0077, 0.011 and
+  // 0.00091 kg·m², so at dt = 0.5 ms kd stays below 235, 3580, 81, 500, 31, 43 and 3.6)
+  add_drive("*", v1::COMMAND_INTERFACE_POSITION, 2000.0, 60.0);
+  add_drive("iiwa_joint_2", v1::COMMAND_INTERFACE_POSITION, 3000.0, 300.0);
+  add_drive("iiwa_joint_4", v1::COMMAND_INTERFACE_POSITION, 2000.0, 150.0);
+  add_drive("iiwa_joint_5", v1::COMMAND_INTERFACE_POSITION, 300.0, 10.0);
+  add_drive("iiwa_joint_6", v1::COMMAND_INTERFACE_POSITION, 300.0, 10.0);
+  add_drive("iiwa_joint_7", v1::COMMAND_INTERFACE_POSITION, 50.0, 0.5);
+  v1::CreateSessionResponse created;
+  grpc::Status status = create(request, &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::SessionInfo& info = created.session();
+  const std::string wrist = info.model().joints(6).name();
+  ASSERT_EQ(info.config().drives_size(), 6);
+  EXPECT_EQ(info.config().drives(0).interface(), v1::COMMAND_INTERFACE_POSITION);
+  // positions and velocities ride along with the torques: 2 × (8·7 + 2) bytes more, and the
+  // command's length takes a second byte past 127
+  const Model iiwa = loadModel("iiwa14");
+  EXPECT_EQ(info.udp_command_max_bytes(), udpCommandMaxBytes(iiwa) + 2 * (8 * 7 + 2) + 1);
+  ASSERT_TRUE(start(info.session_id()).ok());
+
+  v1::Command step;
+  step.set_session_id(info.session_id());
+  step.set_steps(3000);
+  const double target[7] = {0.4, -0.3, 0.2, 0.5, -0.2, 0.3, 0.1};
+  for (const double q : target) step.add_position(q);
+  v1::State state;
+  status = stub_->Step(context().get(), step, &state);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  for (int k = 0; k < 7; ++k) {
+    // the sag under gravity is g(q)/kp: under 0.03 rad with the arm's torques at these poses
+    EXPECT_NEAR(state.q(k), target[k], 0.03) << "joint " << k;
+    EXPECT_NEAR(state.v(k), 0.0, 1e-3) << "settled, joint " << k;
+  }
+
+  // refused, each with its reason
+  const auto refused = [&](const v1::Command& command, const std::string& why) {
+    v1::State out;
+    const grpc::Status s = stub_->Step(context().get(), command, &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << why;
+    EXPECT_NE(s.error_message().find(why), std::string::npos) << s.error_message();
+  };
+  v1::Command torques_only;
+  torques_only.set_session_id(info.session_id());
+  for (int k = 0; k < 7; ++k) torques_only.add_tau(0.0);
+  refused(torques_only, "every command but a sync carries nv positions");
+  v1::Command short_position = step;
+  short_position.mutable_position()->RemoveLast();
+  refused(short_position, "position has 6 values");
+  v1::Command nan_velocity = step;
+  for (int k = 0; k < 7; ++k) nan_velocity.add_velocity(k == 3 ? NAN : 0.0);
+  refused(nan_velocity, "velocity[3] is not finite");
+  EXPECT_EQ(stats(info.session_id()).grpc().wrong_size(), 2u);
+
+  // an effort-only session reads no positions
+  const v1::SessionInfo effort = createBundled("iiwa14", v1::SESSION_MODE_LOCKSTEP);
+  ASSERT_TRUE(start(effort.session_id()).ok());
+  v1::Command stray = step;
+  stray.set_session_id(effort.session_id());
+  refused(stray, "no joint of this session has a position interface");
+
+  // a velocity interface on the wrist, positions elsewhere: both arrays, each read where it
+  // belongs
+  request.mutable_config()->set_name("mixed");
+  v1::JointDrive* wrist_drive = request.mutable_config()->mutable_drives(5);
+  ASSERT_EQ(wrist_drive->joint(), wrist);
+  wrist_drive->set_interface(v1::COMMAND_INTERFACE_VELOCITY);
+  wrist_drive->set_kp(0.0);
+  wrist_drive->set_kd(0.5);
+  // the joint's own damping (0.5 N·m·s/rad) would leave a P loop at half its set-point: the
+  // integral takes that load
+  wrist_drive->set_ki(10.0);
+  ASSERT_TRUE(create(request, &created).ok());
+  const std::uint64_t mixed = created.session().session_id();
+  ASSERT_TRUE(start(mixed).ok());
+  step.set_session_id(mixed);
+  refused(step, "every command but a sync carries nv velocities");
+  for (int k = 0; k < 7; ++k) step.add_velocity(k == 6 ? 0.8 : 0.0);
+  status = stub_->Step(context().get(), step, &state);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NEAR(state.v(6), 0.8, 1e-3) << "the wrist turns at its set-point";
+  EXPECT_NEAR(state.q(0), target[0], 0.03);
+
+  // gains the physics step cannot hold are refused at creation, naming the joint
+  request.mutable_config()->set_name("unstable");
+  request.mutable_config()->mutable_drives(5)->set_kd(1e5);
+  status = create(request, &created);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("unstable"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find(wrist), std::string::npos) << status.error_message();
+}
+
+// Sensor models over gRPC: Step answers with what the sensors read (State.measured, an IMU on the
+// quadruped's floating base), StreamStates with ground_truth with the simulated truth of the
+// same cycle; the two differ by the noise and no more.
+TEST_F(ServerTest, ControllersReadTheSensorsAndAGroundTruthStreamTheTruth) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("quadruped");
+  request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+  v1::SensorsConfig* sensors = request.mutable_config()->mutable_sensors();
+  v1::JointSensor* joints = sensors->add_joints();
+  joints->set_joint("*");
+  joints->set_position_noise(1e-3);
+  joints->set_velocity_noise(1e-2);
+  sensors->mutable_imu()->set_enabled(true);
+  sensors->mutable_imu()->set_linear_acceleration_noise(0.05);
+  sensors->set_seed(9);
+  v1::CreateSessionResponse created;
+  grpc::Status status = create(request, &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::SessionInfo& info = created.session();
+  const std::uint64_t id = info.session_id();
+  EXPECT_EQ(info.config().sensors().seed(), 9u);
+  // a state carries the flag (3 bytes: fields above 15 take two-byte tags) and the IMU
+  // (3 + (2 + 8·4) + 2 × (2 + 8·3) bytes)
+  EXPECT_EQ(info.udp_state_max_bytes(), udpStateMaxBytes(loadModel("quadruped")) + 3 + 89);
+  ASSERT_TRUE(start(id).ok());
+
+  auto watch = context(10);
+  v1::StreamStatesRequest truth_request;
+  truth_request.set_session_id(id);
+  truth_request.set_ground_truth(true);
+  auto truth = stub_->StreamStates(watch.get(), truth_request);
+
+  v1::Command step;
+  step.set_session_id(id);
+  step.set_steps(200);
+  for (std::uint32_t k = 0; k < info.model().nv(); ++k) step.add_tau(0.0);
+  v1::State measured;
+  status = stub_->Step(context().get(), step, &measured);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(measured.cycle(), 200u);
+  EXPECT_TRUE(measured.measured());
+  ASSERT_TRUE(measured.has_imu());
+  ASSERT_EQ(measured.imu().orientation_size(), 4);
+  ASSERT_EQ(measured.imu().linear_acceleration_size(), 3);
+
+  v1::State actual;
+  while (truth->Read(&actual) && actual.cycle() < 200) {
+  }
+  ASSERT_EQ(actual.cycle(), 200u);
+  EXPECT_FALSE(actual.measured());
+  EXPECT_FALSE(actual.has_imu());
+  ASSERT_EQ(actual.q_size(), measured.q_size());
+  // the base's q (7 coordinates: no encoder) is the truth; each joint within 6 σ of it
+  for (int k = 0; k < 7; ++k) EXPECT_EQ(measured.q(k), actual.q(k)) << k;
+  int differ = 0;
+  for (int k = 7; k < actual.q_size(); ++k) {
+    EXPECT_NEAR(measured.q(k), actual.q(k), 6e-3) << k;
+    differ += measured.q(k) != actual.q(k) ? 1 : 0;
+  }
+  EXPECT_EQ(differ, actual.q_size() - 7);
+  // the IMU's attitude is the base's quaternion (no attitude noise configured)
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(measured.imu().orientation(k), actual.q(3 + k), 1e-12);
+  watch->TryCancel();
+  truth->Finish();
+}
+
 TEST_F(ServerTest, LockstepStepReproducesOfflineSimulation) {
   struct Case {
     const char* name;

@@ -14,19 +14,25 @@ docs/PYTHON.md). The wire contract is docs/PROTOCOL.md.
 from hilsim.client import (
     ControlStream,
     CreatedSession,
+    Imu,
     RpcError,
     SimulationClient,
     State,
     StateStream,
+    actuator,
+    drive,
 )
 from hilsim.udp import UdpController
 
 __all__ = [
     "ControlStream",
     "CreatedSession",
+    "Imu",
     "RpcError",
     "SimulationClient",
     "State",
     "StateStream",
     "UdpController",
+    "actuator",
+    "drive",
 ]

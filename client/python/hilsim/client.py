@@ -34,13 +34,27 @@ class RpcError(RuntimeError):
 
 
 @dataclasses.dataclass
+class Imu:
+    """A floating base's IMU reading (control.proto Imu), in its base frame: orientation
+    (w, x, y, z of the base in the world), angular_velocity [rad/s], linear_acceleration (the
+    specific force, (0, 0, 9.81) at rest on level ground) [m/s²]."""
+
+    orientation: np.ndarray
+    angular_velocity: np.ndarray
+    linear_acceleration: np.ndarray
+
+
+@dataclasses.dataclass
 class State:
     """One control cycle's state (control.proto State) with numpy arrays: q (nq), v and tau (nv)
     in the model's coordinate order [rad, m, rad/s, m/s, N·m, N]; times in ns on the clocks the
     proto names. tau is what the drives applied, tau_commanded what they were asked (equal to
     tau unless an actuator limit cut it); limit_force the joint stops' forces (nv, zeros when
     none pushes); contact_force the ground's force on each contact sphere in the world frame
-    (n × 3) [N] and contact_depth how deep each sits (n) [m]."""
+    (n × 3) [N] and contact_depth how deep each sits (n) [m]. With sensor models
+    (create_session(sensors=...)) `measured` is True and q, v, tau, contact_force and `imu`
+    (orientation w x y z, angular_velocity, linear_acceleration in the base frame) are what the
+    sensors read; stream_states(ground_truth=True) gives the truth."""
 
     session_id: int
     cycle: int
@@ -59,6 +73,8 @@ class State:
     limit_force: np.ndarray
     contact_force: np.ndarray
     contact_depth: np.ndarray
+    measured: bool = False
+    imu: Optional[Imu] = None
 
     @staticmethod
     def from_proto(message: control_pb2.State) -> "State":
@@ -82,6 +98,11 @@ class State:
                          else np.zeros(len(message.v))),
             contact_force=np.array(message.contact_force, dtype=float).reshape(-1, 3),
             contact_depth=np.array(message.contact_depth, dtype=float),
+            measured=message.measured,
+            imu=(Imu(np.array(message.imu.orientation, dtype=float),
+                     np.array(message.imu.angular_velocity, dtype=float),
+                     np.array(message.imu.linear_acceleration, dtype=float))
+                 if message.HasField("imu") else None),
         )
 
     @property
@@ -105,6 +126,44 @@ def _finite(values: Sequence[float] | np.ndarray, name: str = "tau") -> list[flo
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name}: every value must be finite")
     return array.tolist()
+
+
+_INTERFACES = {
+    "effort": session_pb2.COMMAND_INTERFACE_EFFORT,
+    "position": session_pb2.COMMAND_INTERFACE_POSITION,
+    "velocity": session_pb2.COMMAND_INTERFACE_VELOCITY,
+}
+
+
+def drive(joint: str, interface: str, *, kp: float = 0.0, kd: float = 0.0,
+          ki: float = 0.0) -> session_pb2.JointDrive:
+    """A joint's command interface for create_session(drives=...): "effort", "position" (a PD
+    loop: kp > 0, kd > 0) or "velocity" (a PI loop: kd > 0, ki ≥ 0), run by the session every
+    physics step (docs/REALISM.md). `joint` "*": every revolute, prismatic and planar joint no
+    other entry names."""
+    if interface not in _INTERFACES:
+        raise ValueError(f"interface: {interface!r}, expected one of {sorted(_INTERFACES)}")
+    return session_pb2.JointDrive(joint=joint, interface=_INTERFACES[interface], kp=kp, kd=kd,
+                                  ki=ki)
+
+
+def actuator(joint: str, *, time_constant_s: float = 0.0, delay_s: float = 0.0,
+             resolution: float = 0.0, ripple: float = 0.0,
+             ripple_period: float = 0.0) -> session_pb2.ActuatorModel:
+    """A joint's actuator model for create_session(actuators=...): transport delay [s], torque
+    quantum [N·m or N], first-order lag [s] and ripple (relative amplitude, period in the joint's
+    coordinate [rad or m]) between its drive and the joint, every physics step
+    (docs/REALISM.md). `joint` "*": every joint no other entry names."""
+    return session_pb2.ActuatorModel(joint=joint, time_constant_s=time_constant_s,
+                                     delay_s=delay_s, resolution=resolution, ripple=ripple,
+                                     ripple_period=ripple_period)
+
+
+def _set_points(command: control_pb2.Command, tau, position, velocity) -> None:
+    """Fills a command's set-point arrays (each nv finite values, or None: not sent)."""
+    for name, values in (("tau", tau), ("position", position), ("velocity", velocity)):
+        if values is not None:
+            getattr(command, name).extend(_finite(values, name))
 
 
 def _wrench(values: Optional[Sequence[float] | np.ndarray]) -> list[float]:
@@ -147,30 +206,37 @@ class ControlStream:
             self._incoming.put(error)
         self._incoming.put(None)
 
-    def _send(self, tau: list[float], steps: int, base_wrench: list[float] = []) -> int:
-        self._sequence += 1
+    def _send(self, steps: int, tau=None, position=None, velocity=None,
+              base_wrench: list[float] = []) -> int:
         command = control_pb2.Command(
             session_id=self._session_id,
-            sequence=self._sequence,
+            sequence=self._sequence + 1,
             client_send_time_ns=time.monotonic_ns(),
-            tau=tau,
             steps=steps,
             base_wrench=base_wrench,
         )
+        _set_points(command, tau, position, velocity)
+        self._sequence += 1
         self._outgoing.put(command)
         return self._sequence
 
     def sync(self, steps: int = 0) -> int:
-        """A command without torques: answered at once with the newest State (LOCKSTEP: after
-        `steps` cycles with the torques last applied). Returns its sequence number."""
-        return self._send([], steps)
+        """A command without set-points: answered at once with the newest State (LOCKSTEP:
+        after `steps` cycles with the set-points last applied). Returns its sequence number."""
+        return self._send(steps)
 
-    def send(self, tau: Sequence[float] | np.ndarray, steps: int = 0,
-             base_wrench: Optional[Sequence[float] | np.ndarray] = None) -> int:
-        """Joint forces (nv values, v order) for the next cycle (LOCKSTEP: for `steps` cycles),
-        and optionally a push on a floating base while they apply (force in the world frame [N],
-        then torque [N·m]). Returns the sequence number the answering State echoes."""
-        return self._send(_finite(tau), steps, _wrench(base_wrench))
+    def send(self, tau: Optional[Sequence[float] | np.ndarray] = None, steps: int = 0,
+             base_wrench: Optional[Sequence[float] | np.ndarray] = None, *,
+             position: Optional[Sequence[float] | np.ndarray] = None,
+             velocity: Optional[Sequence[float] | np.ndarray] = None) -> int:
+        """Set-points for the next cycle (LOCKSTEP: for `steps` cycles), nv values each in v
+        order: joint forces `tau` (efforts; feed-forward on position and velocity joints),
+        `position` and `velocity` for the joints with those command interfaces; optionally a
+        push on a floating base while they apply (force in the world frame [N], then torque
+        [N·m]). Returns the sequence number the answering State echoes."""
+        if tau is None and position is None and velocity is None:
+            raise ValueError("send: give tau, position or velocity (sync() sends none)")
+        return self._send(steps, tau, position, velocity, _wrench(base_wrench))
 
     def receive(self, timeout: float = 1.0) -> Optional[State]:
         """The next State, or None after `timeout` seconds. Raises RpcError when the stream
@@ -260,11 +326,18 @@ class SimulationClient:
                        idle_timeout_s: Optional[float] = None,
                        start: bool = False, urdf: Optional[str] = None,
                        yaml: Optional[str] = None,
-                       config: Optional[session_pb2.SessionConfig] = None) -> CreatedSession:
+                       config: Optional[session_pb2.SessionConfig] = None,
+                       drives: Sequence[session_pb2.JointDrive] = (),
+                       actuators: Sequence[session_pb2.ActuatorModel] = (),
+                       sensors: Optional[session_pb2.SensorsConfig] = None) -> CreatedSession:
         """Creates a session on a model the server offers by name, or on a model text (`urdf`
         or `yaml`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
         (None: the server's default). Fields left 0 or None take the server's defaults;
         `config` gives any other SessionConfig field. `idle_timeout_s`: a lease (0: never).
+        `drives`: the joints' command interfaces (hilsim.drive(...); none: efforts everywhere).
+        `actuators`: their actuator models (hilsim.actuator(...); none: ideal actuators).
+        `sensors`: what controllers read instead of the truth (a session_pb2.SensorsConfig:
+        encoder resolution, noise, bias, delay, an IMU; docs/REALISM.md).
         `start`: start it at once (a session that cannot start is closed again)."""
         request = service_pb2.CreateSessionRequest()
         if urdf is not None:
@@ -289,6 +362,10 @@ class SimulationClient:
             request.config.name = name
         if idle_timeout_s is not None:
             request.config.idle_timeout_s = idle_timeout_s
+        request.config.drives.extend(drives)
+        request.config.actuators.extend(actuators)
+        if sensors is not None:
+            request.config.sensors.CopyFrom(sensors)
         response = self._call("CreateSession", request)
         session_id = response.session.session_id
         info = response.session
@@ -338,14 +415,21 @@ class SimulationClient:
 
     # --- control ------------------------------------------------------------------------------
 
-    def step(self, session_id: int, tau: Sequence[float] | np.ndarray, steps: int = 1,
-             base_wrench: Optional[Sequence[float] | np.ndarray] = None) -> State:
-        """LOCKSTEP: `steps` control cycles with joint forces `tau` (nv values), and optionally a
-        push on a floating base during them (force in the world frame [N], then torque [N·m]);
-        the State after the last."""
-        command = control_pb2.Command(session_id=session_id, tau=_finite(tau), steps=steps,
+    def step(self, session_id: int, tau: Optional[Sequence[float] | np.ndarray] = None,
+             steps: int = 1, base_wrench: Optional[Sequence[float] | np.ndarray] = None, *,
+             position: Optional[Sequence[float] | np.ndarray] = None,
+             velocity: Optional[Sequence[float] | np.ndarray] = None) -> State:
+        """LOCKSTEP: `steps` control cycles with set-points (nv values each: joint forces `tau`,
+        `position` and `velocity` for joints with those command interfaces; none given: zero
+        torques), and optionally a push on a floating base during them (force in the world frame
+        [N], then torque [N·m]); the State after the last."""
+        command = control_pb2.Command(session_id=session_id, steps=steps,
                                       base_wrench=_wrench(base_wrench),
                                       client_send_time_ns=time.monotonic_ns())
+        _set_points(command, tau, position, velocity)
+        if not (command.tau or command.position or command.velocity):
+            nv = self.get_session(session_id).model.nv
+            command.tau.extend([0.0] * nv)  # an empty command would be a sync: no step
         return State.from_proto(self._call("Step", command))
 
     def control(self, session_id: int) -> ControlStream:
@@ -355,8 +439,11 @@ class SimulationClient:
         stream.sync()
         return stream
 
-    def stream_states(self, session_id: int, decimation: int = 1) -> StateStream:
+    def stream_states(self, session_id: int, decimation: int = 1,
+                      ground_truth: bool = False) -> StateStream:
         """Every `decimation`-th State of the session as it is published, for as long as the
-        returned stream is iterated (StreamStates)."""
-        request = service_pb2.StreamStatesRequest(session_id=session_id, decimation=decimation)
+        returned stream is iterated (StreamStates): the simulated truth with `ground_truth`,
+        else what the session's sensors read."""
+        request = service_pb2.StreamStatesRequest(session_id=session_id, decimation=decimation,
+                                                  ground_truth=ground_truth)
         return StateStream(self._stub.StreamStates(request, metadata=self._metadata))

@@ -85,6 +85,62 @@ def test_a_state_stream_delivers_decimated_states(client):
     assert np.all(gaps >= 10) and np.median(gaps) == 10
 
 
+def test_position_interface_with_feed_forward_settles_on_its_set_point(client):
+    # the pendulum (I = 1 kg·m², gravity torque 9.81 sin q): a PD drive with the gravity torque as
+    # feed-forward settles exactly on its set-point; without it, where kp (q_ref − q) = 9.81 sin q
+    created = client.create_session(
+        "pendulum", mode="lockstep", start=True,
+        drives=[hilsim.drive("*", "position", kp=200.0, kd=20.0)])
+    [drive] = created.info.config.drives
+    assert drive.joint == "*" and drive.kp == 200.0
+    target = 0.5
+    state = client.step(created.session_id, position=[target], steps=3000)
+    assert 200.0 * (target - state.q[0]) == pytest.approx(9.81 * np.sin(state.q[0]), abs=1e-6)
+    state = client.step(created.session_id, position=[target], tau=[9.81 * np.sin(target)],
+                        steps=3000)
+    assert state.q[0] == pytest.approx(target, abs=1e-9)
+    assert state.v[0] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(hilsim.RpcError) as missing:
+        client.step(created.session_id, tau=[0.0])
+    assert missing.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "positions" in missing.value.message
+
+
+def test_velocity_interface_with_integral_stops_the_pendulum_against_gravity(client):
+    created = client.create_session(
+        "pendulum", mode="lockstep",
+        drives=[hilsim.drive("hinge", "velocity", kd=20.0, ki=100.0)])
+    client.reset_session(created.session_id, q=[0.3])
+    client.start_session(created.session_id)
+    stream = client.control(created.session_id)
+    with stream:
+        stream.receive()  # the sync's answer
+        stream.send(velocity=[0.0], steps=5000)
+        state = stream.receive(timeout=10.0)
+        while state is not None and state.cycle < 5000:
+            state = stream.receive(timeout=10.0)
+    assert state.v[0] == pytest.approx(0.0, abs=1e-9)
+    assert abs(state.q[0] - 0.3) < 0.05  # it sagged a little before the integral took the load
+    assert state.tau[0] == pytest.approx(9.81 * np.sin(state.q[0]), abs=1e-6)
+
+
+def test_an_actuator_delay_holds_the_torque_back_by_whole_steps(client):
+    # 5 ms of transport delay at 1 ms steps: the first five cycles deliver nothing, the sixth
+    # the command; the state says both what was asked and what the joint got
+    created = client.create_session(
+        "pendulum", mode="lockstep", start=True,
+        actuators=[hilsim.actuator("hinge", delay_s=5e-3)])
+    assert created.info.config.actuators[0].delay_s == 5e-3
+    state = client.step(created.session_id, tau=[1.0], steps=5)
+    assert state.tau[0] == 0.0 and state.tau_commanded[0] == 1.0
+    state = client.step(created.session_id, tau=[1.0], steps=1)
+    assert state.tau[0] == 1.0
+    with pytest.raises(hilsim.RpcError) as refused:
+        client.create_session("pendulum", actuators=[hilsim.actuator("hinge", delay_s=1.0)])
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "delay 1 s is outside 0" in refused.value.message
+
+
 def test_errors_are_rpc_errors_with_the_servers_code(client):
     with pytest.raises(hilsim.RpcError) as unknown:
         client.create_session("no_such_robot")
