@@ -98,10 +98,10 @@ INSTANTIATE_TEST_SUITE_P(
              std::string(watchdogPolicyName(info.param.policy));
     });
 
-// Command interfaces and actuator models: position loops on every joint, a velocity loop with its
-// integral on two, their set-points changing every cycle, watchdog silences that cut and restore
-// the drives, and every actuator effect on every joint.
-TEST(RtThreadAllocations, NoneWithDrivesAndActuatorModels) {
+// Command interfaces, actuator and sensor models: position loops on every joint, a velocity loop
+// with its integral on two, their set-points changing every cycle, watchdog silences that cut and
+// restore the drives, every actuator effect and every joint sensor on every joint.
+TEST(RtThreadAllocations, NoneWithDrivesActuatorAndSensorModels) {
   if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
   SessionConfig c;
   c.model = std::make_shared<const Model>(loadModel("iiwa14"));
@@ -113,8 +113,12 @@ TEST(RtThreadAllocations, NoneWithDrivesAndActuatorModels) {
   c.drives = {{"*", CommandInterface::kPosition, 200.0, 2.0, 0.0},
               {model.joint_names[2], CommandInterface::kVelocity, 0.0, 2.0, 5.0},
               {model.joint_names[5], CommandInterface::kVelocity, 0.0, 1.0, 5.0}};
-  // and every actuator effect on every joint: delay line, quantum, lag, ripple
+  // and every actuator effect on every joint: delay line, quantum, lag, ripple; and every
+  // joint sensor with noise, bias, resolution and a delay line
   c.actuators = {{"*", 2e-3, 1e-3, 0.01, 0.05, 0.1}};
+  c.sensors.joints = {{"*", 1e-5, 2e-5, 1e-5, 1e-3, 1e-3, 0.2, 0.5}};
+  c.sensors.delay_cycles = 3;
+  c.sensors.seed = 1;
   c.name = "alloc-drives";
   c.on_rt_thread_start = [] { test::beginHeapCounting(); };
   Session s(c);
@@ -159,6 +163,11 @@ TEST(RtThreadAllocations, NoneWithContactsAndPushes) {
   c.mode = SessionMode::kLockstep;
   c.thread.lock_memory = false;
   c.name = "alloc-contacts";
+  // its IMU and contact force sensors read every cycle
+  c.sensors.imu.enabled = true;
+  c.sensors.imu.orientation_noise = 1e-3;
+  c.sensors.imu.linear_acceleration_noise = 0.02;
+  c.sensors.contact_force_noise = 0.5;
   c.on_rt_thread_start = [] { test::beginHeapCounting(); };
   Session s(c);
   const examples::StanceLaw law(s.model(), 3.0, 0.05);
