@@ -9,6 +9,8 @@
 #include "engine/integrators/step_limit.h"
 #include "hilsim/v1/udp.pb.h"
 #include "proto/engine_names.h"
+#include "proto/udp_frame.h"
+#include "proto/udp_frame.h"
 
 namespace hilsim::server {
 
@@ -173,16 +175,17 @@ StateExtras stateExtras(const Model& model) {
   return extras;
 }
 
-std::uint32_t udpStateMaxBytes(const Model& model) {
+std::uint32_t udpStateMaxBytes(const Model& model, bool mac) {
   v1::UdpState message;
   fillWorstCaseState(model, message.mutable_state());
-  return static_cast<std::uint32_t>(message.ByteSizeLong());
+  return static_cast<std::uint32_t>(message.ByteSizeLong() +
+                                    (mac ? udp::kFrameOverheadBytes : 0));
 }
 
-std::uint32_t udpCommandMaxBytes(const Model& model) {
+std::uint32_t udpCommandMaxBytes(const Model& model, bool mac) {
   const int nv = model.nv;
   v1::UdpCommand message;
-  message.set_token(std::string(16, '\xff'));
+  if (!mac) message.set_token(std::string(16, '\xff'));
   v1::Command* command = message.mutable_command();
   command->set_session_id(std::numeric_limits<std::uint64_t>::max());
   command->set_sequence(std::numeric_limits<std::uint64_t>::max());
@@ -190,7 +193,8 @@ std::uint32_t udpCommandMaxBytes(const Model& model) {
   for (int i = 0; i < nv; ++i) command->add_tau(-1.2345678901234567e300);
   command->set_steps(std::numeric_limits<std::uint32_t>::max());
   for (int i = 0; hasFloatingBase(model) && i < 6; ++i) command->add_base_wrench(-1.2345678901234567e300);
-  return static_cast<std::uint32_t>(message.ByteSizeLong());
+  return static_cast<std::uint32_t>(message.ByteSizeLong() +
+                                    (mac ? udp::kFrameOverheadBytes : 0));
 }
 
 std::string checkVector(const google::protobuf::RepeatedField<double>& values, int size,

@@ -37,9 +37,11 @@ struct StateExtras {
 };
 StateExtras stateExtras(const Model& model);
 
-/// Largest serialized UdpState / UdpCommand of a model with every field it carries set [bytes].
-std::uint32_t udpStateMaxBytes(const Model& model);
-std::uint32_t udpCommandMaxBytes(const Model& model);
+/// Largest UdpState / UdpCommand datagram of a model with every field it carries set [bytes]:
+/// the serialized message (TOKEN), or under MAC the frame around it (28 bytes more, and a
+/// UdpCommand without token).
+std::uint32_t udpStateMaxBytes(const Model& model, bool mac = false);
+std::uint32_t udpCommandMaxBytes(const Model& model, bool mac = false);
 
 /// Resolves a requested configuration: every field left 0 or unset by `request` takes the value
 /// of `server.session_defaults`, then the contract's default; the result is checked against the

@@ -40,16 +40,6 @@ ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::Mod
 
 ServerSession::~ServerSession() { close(); }
 
-bool ServerSession::tokenMatches(std::string_view candidate) const {
-  if (candidate.size() != udp_token_.size()) return false;
-  // Constant time: every byte is compared whatever the first difference.
-  unsigned difference = 0;
-  for (std::size_t i = 0; i < udp_token_.size(); ++i) {
-    difference |= static_cast<unsigned>(static_cast<std::uint8_t>(candidate[i]) ^ udp_token_[i]);
-  }
-  return difference == 0;
-}
-
 bool ServerSession::start(std::string* why) {
   // a caller that found the session just before it was closed must not bring it back
   if (closed()) {
@@ -327,8 +317,12 @@ void ServerSession::fillInfo(v1::SessionInfo* out) {
     out->clear_fault();
   }
   out->set_udp_port(udpPort());
-  out->set_udp_state_max_bytes(udpStateMaxBytes(model()));
-  out->set_udp_command_max_bytes(udpCommandMaxBytes(model()));
+  const bool mac = has_udp_key_;
+  if (udpPort() != 0) {
+    out->set_udp_authentication(mac ? v1::UDP_AUTHENTICATION_MAC : v1::UDP_AUTHENTICATION_TOKEN);
+  }
+  out->set_udp_state_max_bytes(udpStateMaxBytes(model(), mac));
+  out->set_udp_command_max_bytes(udpCommandMaxBytes(model(), mac));
   out->set_control_period_ns(session_->period());
   out->set_dt(1.0 / (session_->config().control_rate * session_->config().substeps));
   latestState(out->mutable_latest_state());

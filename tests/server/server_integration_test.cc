@@ -250,11 +250,12 @@ TEST_F(ServerTest, DrivesSaturateAndStopsPushAsTheStateAndStatisticsSay) {
   EXPECT_TRUE(quadruped.model().floating_base());
   EXPECT_EQ(quadruped.model().contacts_size(), 12);
   // docs/PROTOCOL.md: 528 bytes of q, v, tau and stamps, 391 of twelve contact spheres, 147
-  // each for tau_commanded and limit_force
-  EXPECT_EQ(quadruped.udp_state_max_bytes(), 1213u);
+  // each for tau_commanded and limit_force; 28 of the MAC frame (the server's default)
+  EXPECT_EQ(quadruped.udp_authentication(), v1::UDP_AUTHENTICATION_MAC);
+  EXPECT_EQ(quadruped.udp_state_max_bytes(), 1213u + 28u);
   // iiwa14: the 256-byte bound less a byte per array length under 128 bytes, plus 2 + 56 bytes
   // each for tau_commanded and limit_force
-  EXPECT_EQ(info.udp_state_max_bytes(), 256u - 3u + 2u * 58u);
+  EXPECT_EQ(info.udp_state_max_bytes(), 256u - 3u + 2u * 58u + 28u);
   ASSERT_TRUE(start(quadruped.session_id()).ok());
   v1::Command push;
   push.set_session_id(quadruped.session_id());
