@@ -1,5 +1,7 @@
 #include "server/server_session.h"
 
+#include <sodium.h>
+
 #include <chrono>
 #include <cmath>
 
@@ -38,7 +40,10 @@ ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::Mod
   else publisher_ = std::thread([this] { publisherMain(); });
 }
 
-ServerSession::~ServerSession() { close(); }
+ServerSession::~ServerSession() {
+  close();
+  sodium_memzero(udp_token_.data(), udp_token_.size());  // the key zeroes itself
+}
 
 bool ServerSession::start(std::string* why) {
   // a caller that found the session just before it was closed must not bring it back
