@@ -3,9 +3,16 @@
 //   udp/bare_echo        a thread answers each datagram with a datagram of the size of the
 //                        session's UdpState (recvfrom → sendto, nothing else): the kernel's
 //                        loopback round trip and two thread wake-ups
+//   udp/bare_echo_mac    the same with the MAC frame both ways (proto/udp_frame.h): the echo
+//                        verifies each command frame and seals its reply, the controller seals
+//                        each command and verifies each reply
 //   udp/lockstep         hilsim-server in process, a LOCKSTEP iiwa14 session driven through
 //                        client::UdpController: command → decode, checks, command channel → RT
-//                        thread runs one control cycle (RK4, 1 ms) → publisher → UdpState back
+//                        thread runs one control cycle (RK4, 1 ms) → publisher → UdpState back;
+//                        the server's default scheme, MAC
+//   udp/lockstep_token   the same session on a server with listen.udp.authentication: token
+//   mac/tag/<bytes>      the MAC alone: BLAKE2b-128 of a 100-byte and a 1 kB payload, and the
+//   mac/open/<bytes>     check of a frame around it (tag in constant time), per call [ns]
 //   grpc/bare_echo       a gRPC callback service (bench/echo.proto) answering each Command on a
 //                        bidirectional stream with a State of the same size, with a read
 //                        pending while it writes (as the Control reaction)
@@ -13,7 +20,8 @@
 //
 // Each iteration is one round trip, timed on CLOCK_MONOTONIC; the counters are the median and
 // 99th percentile over the iterations [µs]. After the run the program prints each pair's p50
-// ratio (the target is ≤ 1.3). Loopback, one host: docs/PERFORMANCE.md has the figures.
+// ratio (the target is ≤ 1.3), and what the MAC adds to the UDP round trip. Loopback, one host:
+// docs/PERFORMANCE.md has the figures.
 //
 //   build/bench/hilsim_network_bench --benchmark_min_time=2
 #include <benchmark/benchmark.h>
@@ -23,6 +31,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -36,6 +45,7 @@
 #include "echo.grpc.pb.h"
 #include "hilsim/v1/service.grpc.pb.h"
 #include "hilsim/v1/udp.pb.h"
+#include "proto/udp_frame.h"
 #include "rt/clock.h"
 #include "server/server.h"
 
@@ -96,11 +106,11 @@ struct LockstepServer {
   std::unique_ptr<hilsim::server::Server> server;
   std::unique_ptr<hilsim::v1::Simulation::Stub> stub;
   std::uint64_t session_id = 0;
-  std::uint16_t udp_port = 0;
-  std::string udp_token;
+  hilsim::v1::CreateSessionResponse created;  // port and UDP credentials of the newest session
 
-  LockstepServer() {
+  explicit LockstepServer(hilsim::v1::UdpAuthentication authentication) {
     hilsim::server::ServerConfig config;
+    config.udp_authentication = authentication;
     config.grpc_port = 0;
     config.udp_port_first = config.udp_port_last = 0;
     config.metrics_enabled = false;
@@ -116,12 +126,9 @@ struct LockstepServer {
     hilsim::v1::CreateSessionRequest request;
     request.mutable_model()->set_bundled_name("iiwa14");
     request.mutable_config()->set_mode(hilsim::v1::SESSION_MODE_LOCKSTEP);
-    hilsim::v1::CreateSessionResponse response;
     grpc::ClientContext create;
-    if (!stub->CreateSession(&create, request, &response).ok()) std::abort();
-    session_id = response.session().session_id();
-    udp_port = static_cast<std::uint16_t>(response.session().udp_port());
-    udp_token = response.udp_token();
+    if (!stub->CreateSession(&create, request, &created).ok()) std::abort();
+    session_id = created.session().session_id();
     hilsim::v1::SessionRequest start;
     start.set_session_id(session_id);
     hilsim::v1::SessionInfo info;
@@ -131,14 +138,29 @@ struct LockstepServer {
 };
 
 LockstepServer& lockstepServer() {
-  static LockstepServer server;
+  static LockstepServer server(hilsim::v1::UDP_AUTHENTICATION_MAC);
   return server;
+}
+
+LockstepServer& tokenServer() {
+  static LockstepServer server(hilsim::v1::UDP_AUTHENTICATION_TOKEN);
+  return server;
+}
+
+/// The frame's test key (any key costs the same).
+const hilsim::udp::Key& benchKey() {
+  static const hilsim::udp::Key key = [] {
+    if (!hilsim::udp::initialize()) std::abort();
+    return hilsim::udp::Key::random();
+  }();
+  return key;
 }
 
 // ---------------------------------------------------------------------------------------------
 // UDP
 
-void udpBareEcho(benchmark::State& state) {
+void udpBareEcho(benchmark::State& state, bool mac) {
+  namespace udp = hilsim::udp;
   const int server_fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -153,21 +175,39 @@ void udpBareEcho(benchmark::State& state) {
   std::atomic<bool> stop{false};
   std::thread echo([&] {
     std::uint8_t buffer[2048];
+    std::array<std::uint8_t, 2048> out{};
+    std::copy(reply.begin(), reply.end(), out.begin() + (mac ? udp::kHeaderBytes : 0));
+    udp::ReplayWindow window;
+    std::uint64_t counter = 0;
     sockaddr_in peer{};
     while (!stop.load(std::memory_order_relaxed)) {
       socklen_t peer_length = sizeof peer;
       const ssize_t n = ::recvfrom(server_fd, buffer, sizeof buffer, 0,
                                    reinterpret_cast<sockaddr*>(&peer), &peer_length);
       if (n <= 0) continue;
-      ::sendto(server_fd, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&peer),
-               peer_length);
+      std::size_t size = reply.size();
+      if (mac) {  // what the server's screen and sender add: check, window, seal
+        udp::Opened frame;
+        if (udp::open(benchKey(), udp::Direction::kCommand,
+                      {buffer, static_cast<std::size_t>(n)}, &frame) != udp::Check::kOk ||
+            window.check(frame.counter) != udp::ReplayWindow::Verdict::kFresh) {
+          continue;
+        }
+        window.accept(frame.counter);
+        size = udp::seal(benchKey(), udp::Direction::kState, ++counter, out, reply.size());
+      }
+      ::sendto(server_fd, out.data(), size, 0, reinterpret_cast<sockaddr*>(&peer), peer_length);
     }
   });
 
   // The client side is the same class a controller uses, so both sides of the pair pay the
-  // same client costs (serialize the command, parse the state).
-  hilsim::client::UdpController client("127.0.0.1", ntohs(address.sin_port), 1,
-                                       std::string(16, 'k'));
+  // same client costs (serialize the command, parse the state; under MAC seal and check).
+  const std::uint16_t port = ntohs(address.sin_port);
+  std::unique_ptr<hilsim::client::UdpController> controller =
+      mac ? std::make_unique<hilsim::client::UdpController>("127.0.0.1", port, 1, benchKey())
+          : std::make_unique<hilsim::client::UdpController>(
+                "127.0.0.1", port, 1, hilsim::client::UdpController::Token{});
+  hilsim::client::UdpController& client = *controller;
   std::vector<double> tau(kNv, 0.5);
   hilsim::v1::State received;
   RoundTrips trips;
@@ -177,19 +217,19 @@ void udpBareEcho(benchmark::State& state) {
     if (!client.receive(received, std::chrono::seconds(1))) state.SkipWithError("lost");
     trips.add(monotonicNow() - start);
   }
-  trips.report(state, "udp/bare_echo");
+  trips.report(state, mac ? "udp/bare_echo_mac" : "udp/bare_echo");
   stop = true;
   client.sync();  // wakes the echo thread
   echo.join();
   ::close(server_fd);
 }
-BENCHMARK(udpBareEcho)->Name("udp/bare_echo")->UseRealTime();
+BENCHMARK_CAPTURE(udpBareEcho, plain, false)->Name("udp/bare_echo")->UseRealTime();
+BENCHMARK_CAPTURE(udpBareEcho, mac, true)->Name("udp/bare_echo_mac")->UseRealTime();
 
-void udpLockstep(benchmark::State& state) {
-  LockstepServer& server = lockstepServer();
+void udpLockstep(benchmark::State& state, bool mac) {
+  LockstepServer& server = mac ? lockstepServer() : tokenServer();
   server.newSession();
-  hilsim::client::UdpController client("127.0.0.1", server.udp_port, server.session_id,
-                                       std::string_view(server.udp_token));
+  hilsim::client::UdpController client("127.0.0.1", server.created);
   hilsim::v1::State received;
   client.sync();
   if (!client.receive(received, std::chrono::seconds(1))) state.SkipWithError("no sync answer");
@@ -206,9 +246,41 @@ void udpLockstep(benchmark::State& state) {
     } while (received.command_sequence() != sequence);
     trips.add(monotonicNow() - start);
   }
-  trips.report(state, "udp/lockstep");
+  trips.report(state, mac ? "udp/lockstep" : "udp/lockstep_token");
 }
-BENCHMARK(udpLockstep)->Name("udp/lockstep")->UseRealTime();
+BENCHMARK_CAPTURE(udpLockstep, mac, true)->Name("udp/lockstep")->UseRealTime();
+BENCHMARK_CAPTURE(udpLockstep, token, false)->Name("udp/lockstep_token")->UseRealTime();
+
+// The MAC alone, on a payload of `bytes` bytes: the tag (what seal() costs) and the check of a
+// frame around it (what open() costs: the tag again, compared in constant time).
+void macTag(benchmark::State& state) {
+  namespace udp = hilsim::udp;
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0));
+  std::vector<std::uint8_t> frame(bytes + udp::kFrameOverheadBytes, 0x5a);
+  std::array<std::uint8_t, udp::kTagBytes> tag;
+  for (auto _ : state) {
+    udp::computeTag(benchKey(), {frame.data(), udp::kHeaderBytes + bytes}, tag);
+    benchmark::DoNotOptimize(tag.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (bytes + 12)));
+}
+BENCHMARK(macTag)->Name("mac/tag")->Arg(100)->Arg(1000);
+
+void macOpen(benchmark::State& state) {
+  namespace udp = hilsim::udp;
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0));
+  std::vector<std::uint8_t> frame(bytes + udp::kFrameOverheadBytes, 0x5a);
+  udp::seal(benchKey(), udp::Direction::kCommand, 1, frame, bytes);
+  udp::Opened opened;
+  for (auto _ : state) {
+    if (udp::open(benchKey(), udp::Direction::kCommand, frame, &opened) != udp::Check::kOk) {
+      state.SkipWithError("the frame does not verify");
+      break;
+    }
+    benchmark::DoNotOptimize(opened.counter);
+  }
+}
+BENCHMARK(macOpen)->Name("mac/open")->Arg(100)->Arg(1000);
 
 // ---------------------------------------------------------------------------------------------
 // gRPC
@@ -370,9 +442,19 @@ int main(int argc, char** argv) {
                   p50.at(what), p50.at(baseline), p50.at(what) / p50.at(baseline));
     }
   };
-  ratio("udp/lockstep", "udp/bare_echo", "UDP control round trip (lockstep)");
+  ratio("udp/lockstep", "udp/bare_echo_mac", "UDP control round trip (lockstep, MAC)");
+  ratio("udp/lockstep_token", "udp/bare_echo", "UDP control round trip (lockstep, token)");
+  auto added = [&](const char* with, const char* without, const char* label) {
+    if (p50.count(with) && p50.count(without)) {
+      std::printf("%s: p50 %.1f µs with the MAC vs %.1f µs without: %+.1f µs\n", label,
+                  p50.at(with), p50.at(without), p50.at(with) - p50.at(without));
+    }
+  };
+  added("udp/bare_echo_mac", "udp/bare_echo", "MAC on the bare UDP echo");
+  added("udp/lockstep", "udp/lockstep_token", "MAC on the UDP control round trip (lockstep)");
   ratio("grpc/control_lockstep", "grpc/bare_echo", "gRPC Control round trip (lockstep)");
   // The in-process server stops with the process; its sessions end here.
   lockstepServer().server->shutdown();
+  tokenServer().server->shutdown();
   return 0;
 }

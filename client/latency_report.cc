@@ -109,8 +109,8 @@ std::string jsonDouble(double value) {
 
 
 std::uint64_t rejectedTotal(const v1::TransportStats& t) {
-  return t.oversize() + t.malformed() + t.unknown_session() + t.unauthenticated() + t.stale() +
-         t.duplicate() + t.wrong_size() + t.non_finite() + t.too_many_steps() + t.inactive() +
+  return t.oversize() + t.malformed() + t.unknown_session() + t.unauthenticated() + t.replayed() +
+         t.stale() + t.duplicate() + t.wrong_size() + t.non_finite() + t.too_many_steps() + t.inactive() +
          t.dropped();
 }
 
@@ -119,7 +119,8 @@ std::string rejectedDetail(const v1::TransportStats& t) {
   const std::pair<const char*, std::uint64_t> counters[] = {
       {"oversize", t.oversize()},       {"malformed", t.malformed()},
       {"unknown_session", t.unknown_session()}, {"unauthenticated", t.unauthenticated()},
-      {"stale", t.stale()},             {"duplicate", t.duplicate()},
+      {"replayed", t.replayed()},       {"stale", t.stale()},
+      {"duplicate", t.duplicate()},
       {"wrong_size", t.wrong_size()},   {"non_finite", t.non_finite()},
       {"too_many_steps", t.too_many_steps()},
       {"inactive", t.inactive()},       {"dropped", t.dropped()}};

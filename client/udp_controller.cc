@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "hilsim/v1/service.pb.h"
+
 namespace hilsim::client {
 
 namespace {
@@ -26,6 +28,24 @@ std::int64_t monotonicNowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// MAC's default first counter: CLOCK_REALTIME [µs], above anything an earlier run of a
+/// controller with the same key sent at ≤ 1 datagram per microsecond.
+std::uint64_t realtimeMicroseconds() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+}
+
+udp::Key keyFromBytes(std::string_view bytes) {
+  udp::Key key;
+  if (!udp::Key::fromBytes(bytes, &key)) {
+    throw std::invalid_argument("UDP key must be " + std::to_string(udp::kKeyBytes) +
+                                " bytes, got " + std::to_string(bytes.size()));
+  }
+  return key;
 }
 
 UdpController::Token tokenFromBytes(std::string_view bytes) {
@@ -49,12 +69,38 @@ UdpController::UdpController(const std::string& host, std::uint16_t port,
                              std::uint64_t session_id, std::string_view token)
     : UdpController(host, port, session_id, tokenFromBytes(token)) {}
 
+UdpController::UdpController(const std::string& host, const v1::CreateSessionResponse& created,
+                             Options options)
+    : UdpController(host, static_cast<std::uint16_t>(created.session().udp_port()),
+                    created.session().session_id(),
+                    created.udp_key().empty()
+                        ? Credentials{false, udp::Key(), tokenFromBytes(created.udp_token())}
+                        : Credentials{true, keyFromBytes(created.udp_key()), Token{}},
+                    options) {}
+
 UdpController::UdpController(const std::string& host, std::uint16_t port,
-                             std::uint64_t session_id, const Token& token)
+                             std::uint64_t session_id, const udp::Key& key, Options options)
+    : UdpController(host, port, session_id, Credentials{true, key, Token{}}, options) {}
+
+UdpController::UdpController(const std::string& host, std::uint16_t port,
+                             std::uint64_t session_id, const Token& token, Options options)
+    : UdpController(host, port, session_id, Credentials{false, udp::Key(), token}, options) {}
+
+UdpController::UdpController(const std::string& host, std::uint16_t port,
+                             std::uint64_t session_id, const Credentials& credentials,
+                             Options options)
     : socket_(std::make_unique<Socket>()),
       session_id_(session_id),
+      mac_(credentials.mac),
+      key_(credentials.key),
       send_buffer_(kInitialSendBytes),
       receive_buffer_(kReceiveBufferBytes) {
+  if (mac_ && !udp::initialize()) {
+    throw std::runtime_error("UDP controller: libsodium cannot start");
+  }
+  next_sequence_ = options.first_sequence != 0 ? options.first_sequence
+                   : mac_                      ? realtimeMicroseconds()
+                                               : 1;
   asio::error_code ec;
   asio::ip::udp::resolver resolver(socket_->io);
   const auto results = resolver.resolve(host, std::to_string(port), ec);
@@ -75,7 +121,7 @@ UdpController::UdpController(const std::string& host, std::uint16_t port,
   local_port_ = s.local_endpoint().port();
   fd_ = s.native_handle();
 
-  command_.set_token(token.data(), token.size());
+  if (!mac_) command_.set_token(credentials.token.data(), credentials.token.size());
   v1::Command* c = command_.mutable_command();
   c->set_session_id(session_id_);
   c->mutable_tau()->Reserve(128);  // rt::kMaxCoordinates: no growth in the loop
@@ -84,7 +130,10 @@ UdpController::UdpController(const std::string& host, std::uint16_t port,
 UdpController::~UdpController() = default;
 
 std::uint64_t UdpController::sync(std::uint32_t steps) {
-  command_.mutable_command()->mutable_tau()->Clear();
+  v1::Command* c = command_.mutable_command();
+  c->mutable_tau()->Clear();
+  c->mutable_position()->Clear();
+  c->mutable_velocity()->Clear();
   return transmit(steps);  // a base wrench on a sync is checked and ignored, as its absent torques
 }
 
@@ -97,9 +146,20 @@ void UdpController::setBaseWrench(std::span<const double> wrench) {
 }
 
 std::uint64_t UdpController::send(std::span<const double> tau, std::uint32_t steps) {
-  auto* out = command_.mutable_command()->mutable_tau();
-  out->Clear();
-  out->Add(tau.begin(), tau.end());
+  return sendSetPoints({}, {}, tau, steps);
+}
+
+std::uint64_t UdpController::sendSetPoints(std::span<const double> position,
+                                           std::span<const double> velocity,
+                                           std::span<const double> tau, std::uint32_t steps) {
+  v1::Command* c = command_.mutable_command();
+  // Clear keeps the arrays' capacity: no allocation once warm
+  for (const auto& [values, field] : {std::pair{tau, c->mutable_tau()},
+                                      std::pair{position, c->mutable_position()},
+                                      std::pair{velocity, c->mutable_velocity()}}) {
+    field->Clear();
+    field->Add(values.begin(), values.end());
+  }
   return transmit(steps);
 }
 
@@ -109,9 +169,13 @@ std::uint64_t UdpController::transmit(std::uint32_t steps) {
   c->set_sequence(sequence);
   c->set_steps(steps);
   c->set_client_send_time_ns(monotonicNowNs());
-  const std::size_t size = command_.ByteSizeLong();
-  if (size > send_buffer_.size()) send_buffer_.resize(size);
-  command_.SerializeWithCachedSizesToArray(send_buffer_.data());
+  // MAC: the payload after the frame's header, then the header and the tag around it
+  const std::size_t payload = command_.ByteSizeLong();
+  const std::size_t frame = payload + (mac_ ? udp::kFrameOverheadBytes : 0);
+  if (frame > send_buffer_.size()) send_buffer_.resize(frame);
+  command_.SerializeWithCachedSizesToArray(send_buffer_.data() + (mac_ ? udp::kHeaderBytes : 0));
+  const std::size_t size =
+      mac_ ? udp::seal(key_, udp::Direction::kCommand, sequence, send_buffer_, payload) : payload;
   last_size_ = size;
   return sendRaw({send_buffer_.data(), size}) ? sequence : 0;
 }
@@ -136,7 +200,9 @@ bool UdpController::receive(v1::State& out, std::chrono::nanoseconds timeout) {
   for (;;) {
     const ssize_t n = ::recv(fd, receive_buffer_.data(), receive_buffer_.size(), MSG_DONTWAIT);
     if (n >= 0) {
-      if (decode(receive_buffer_.data(), static_cast<std::size_t>(n), scratch_)) {
+      std::span<const std::uint8_t> message{receive_buffer_.data(), static_cast<std::size_t>(n)};
+      if (mac_ && !openState(message, &message)) continue;
+      if (decode(message.data(), message.size(), scratch_)) {
         // a swap of arrays, no copy: `out` is untouched unless a State arrived
         out.Swap(&scratch_);
         ++stats_.received;
@@ -159,6 +225,22 @@ bool UdpController::receive(v1::State& out, std::chrono::nanoseconds timeout) {
   }
   ++stats_.timeouts;
   return false;
+}
+
+bool UdpController::openState(std::span<const std::uint8_t> frame,
+                              std::span<const std::uint8_t>* payload) {
+  udp::Opened opened;
+  if (udp::open(key_, udp::Direction::kState, frame, &opened) != udp::Check::kOk) {
+    ++stats_.unauthenticated;
+    return false;
+  }
+  if (states_.check(opened.counter) != udp::ReplayWindow::Verdict::kFresh) {
+    ++stats_.replayed;  // a replay, or a state older than one already taken
+    return false;
+  }
+  states_.accept(opened.counter);
+  *payload = opened.payload;
+  return true;
 }
 
 bool UdpController::decode(const std::uint8_t* data, std::size_t size, v1::State& out) {

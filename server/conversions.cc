@@ -10,6 +10,8 @@
 #include "engine/integrators/step_limit.h"
 #include "hilsim/v1/udp.pb.h"
 #include "proto/engine_names.h"
+#include "proto/udp_frame.h"
+#include "proto/udp_frame.h"
 
 namespace hilsim::server {
 
@@ -174,33 +176,35 @@ StateExtras stateExtras(const Model& model) {
   return extras;
 }
 
-std::uint32_t udpStateMaxBytes(const Model& model, bool measured, bool imu) {
+std::uint32_t udpStateMaxBytes(const Model& model, const DatagramShape& shape) {
   v1::UdpState message;
   fillWorstCaseState(model, message.mutable_state());
-  message.mutable_state()->set_measured(measured);
-  if (imu) {
+  message.mutable_state()->set_measured(shape.measured);
+  if (shape.imu) {
     v1::Imu* reading = message.mutable_state()->mutable_imu();
     for (int i = 0; i < 4; ++i) reading->add_orientation(-1.2345678901234567e300);
     for (int i = 0; i < 3; ++i) reading->add_angular_velocity(-1.2345678901234567e300);
     for (int i = 0; i < 3; ++i) reading->add_linear_acceleration(-1.2345678901234567e300);
   }
-  return static_cast<std::uint32_t>(message.ByteSizeLong());
+  return static_cast<std::uint32_t>(message.ByteSizeLong() +
+                                    (shape.mac ? udp::kFrameOverheadBytes : 0));
 }
 
-std::uint32_t udpCommandMaxBytes(const Model& model, bool positions, bool velocities) {
+std::uint32_t udpCommandMaxBytes(const Model& model, const DatagramShape& shape) {
   const int nv = model.nv;
   v1::UdpCommand message;
-  message.set_token(std::string(16, '\xff'));
+  if (!shape.mac) message.set_token(std::string(16, '\xff'));
   v1::Command* command = message.mutable_command();
   command->set_session_id(std::numeric_limits<std::uint64_t>::max());
   command->set_sequence(std::numeric_limits<std::uint64_t>::max());
   command->set_client_send_time_ns(std::numeric_limits<std::int64_t>::min());
   for (int i = 0; i < nv; ++i) command->add_tau(-1.2345678901234567e300);
-  for (int i = 0; positions && i < nv; ++i) command->add_position(-1.2345678901234567e300);
-  for (int i = 0; velocities && i < nv; ++i) command->add_velocity(-1.2345678901234567e300);
+  for (int i = 0; shape.positions && i < nv; ++i) command->add_position(-1.2345678901234567e300);
+  for (int i = 0; shape.velocities && i < nv; ++i) command->add_velocity(-1.2345678901234567e300);
   command->set_steps(std::numeric_limits<std::uint32_t>::max());
   for (int i = 0; hasFloatingBase(model) && i < 6; ++i) command->add_base_wrench(-1.2345678901234567e300);
-  return static_cast<std::uint32_t>(message.ByteSizeLong());
+  return static_cast<std::uint32_t>(message.ByteSizeLong() +
+                                    (shape.mac ? udp::kFrameOverheadBytes : 0));
 }
 
 std::string checkVector(const google::protobuf::RepeatedField<double>& values, int size,

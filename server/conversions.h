@@ -37,13 +37,20 @@ struct StateExtras {
 };
 StateExtras stateExtras(const Model& model);
 
-/// Largest serialized UdpState / UdpCommand of a model with every field it carries set [bytes]; a
-/// state of a session with sensor models says so (`measured`) and may carry an IMU reading; a
-/// command of a session whose drives read positions (any position DoF) or velocities (any
-/// position or velocity DoF) carries those arrays too.
-std::uint32_t udpStateMaxBytes(const Model& model, bool measured = false, bool imu = false);
-std::uint32_t udpCommandMaxBytes(const Model& model, bool positions = false,
-                                 bool velocities = false);
+/// What a session's datagrams carry beyond its model's fields.
+struct DatagramShape {
+  bool mac = false;         ///< framed under MAC (28 bytes more; a UdpCommand without token)
+  bool measured = false;    ///< states are sensor readings (State.measured)
+  bool imu = false;         ///< states carry an IMU reading
+  bool positions = false;   ///< commands carry positions (a position DoF)
+  bool velocities = false;  ///< commands carry velocities (a position or velocity DoF)
+};
+
+/// Largest UdpState / UdpCommand datagram of a model with every field it carries set [bytes]:
+/// the serialized message (TOKEN), or under MAC the frame around it (28 bytes more, and a
+/// UdpCommand without token).
+std::uint32_t udpStateMaxBytes(const Model& model, const DatagramShape& shape = {});
+std::uint32_t udpCommandMaxBytes(const Model& model, const DatagramShape& shape = {});
 
 /// Resolves a requested configuration: every field left 0 or unset by `request` takes the value
 /// of `server.session_defaults`, then the contract's default; the result is checked against the

@@ -58,13 +58,14 @@ const std::array<v1::SessionState, 5>& sessionStates() {
 /// The message outcomes of TransportStats, in the order of its fields: each received message is
 /// counted under exactly one of them, so they sum to `received`.
 using TransportField = std::uint64_t (*)(const v1::TransportStats&);
-const std::array<std::pair<const char*, TransportField>, 12>& transportOutcomes() {
-  static const std::array<std::pair<const char*, TransportField>, 12> outcomes = {{
+const std::array<std::pair<const char*, TransportField>, 13>& transportOutcomes() {
+  static const std::array<std::pair<const char*, TransportField>, 13> outcomes = {{
       {"accepted", [](const v1::TransportStats& t) { return t.accepted(); }},
       {"oversize", [](const v1::TransportStats& t) { return t.oversize(); }},
       {"malformed", [](const v1::TransportStats& t) { return t.malformed(); }},
       {"unknown_session", [](const v1::TransportStats& t) { return t.unknown_session(); }},
       {"unauthenticated", [](const v1::TransportStats& t) { return t.unauthenticated(); }},
+      {"replayed", [](const v1::TransportStats& t) { return t.replayed(); }},
       {"stale", [](const v1::TransportStats& t) { return t.stale(); }},
       {"duplicate", [](const v1::TransportStats& t) { return t.duplicate(); }},
       {"wrong_size", [](const v1::TransportStats& t) { return t.wrong_size(); }},

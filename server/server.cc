@@ -32,6 +32,11 @@ std::string readFile(const std::string& path, const char* what) {
   return text.str();
 }
 
+/// 127.0.0.0/8, ::1 or "localhost": traffic to it never leaves the host.
+bool loopbackAddress(const std::string& address) {
+  return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -147,7 +152,7 @@ void Server::start() {
       throw;
     }
   }
-  spdlog::info("hilsim-server listening: gRPC {}:{}{}{}, UDP {}, metrics {}, viewer {}",
+  spdlog::info("hilsim-server listening: gRPC {}:{}{}{}, UDP {}{}, metrics {}, viewer {}",
                s.config.bind_address, s.grpc_port,
                s.config.tls_certificate_file.empty() ? "" : " (TLS)",
                s.config.access_token.empty() ? "" : " (access token required)",
@@ -156,12 +161,23 @@ void Server::start() {
                    ? std::string("ephemeral ports")
                    : "ports " + std::to_string(s.config.udp_port_first) + "-" +
                          std::to_string(s.config.udp_port_last),
+               !s.config.udp_enabled ? ""
+               : s.config.udp_authentication == v1::UDP_AUTHENTICATION_MAC
+                   ? " (MAC)"
+                   : " (token: datagrams unauthenticated but for a token in clear)",
                s.metrics ? "http://" + s.config.bind_address + ":" +
                                std::to_string(s.metrics->port()) + "/metrics"
                          : std::string("disabled"),
                s.viewer ? "http://" + s.config.bind_address + ":" +
                               std::to_string(s.viewer->port()) + "/"
                         : std::string("disabled"));
+  if (s.config.udp_enabled && s.config.udp_authentication == v1::UDP_AUTHENTICATION_MAC &&
+      s.config.tls_certificate_file.empty() && !loopbackAddress(s.config.bind_address)) {
+    // the key is what protects the UDP path; without TLS it crosses the network once in clear
+    spdlog::warn("UDP keys are handed out by CreateSession over plaintext gRPC on {}: anyone who "
+                 "reads that traffic can forge datagrams; configure security.tls",
+                 s.config.bind_address);
+  }
   if (s.viewer) {
     spdlog::info("viewer: open http://{}:{}/ in a browser", s.config.bind_address == "0.0.0.0"
                                                                ? "127.0.0.1"
@@ -178,25 +194,34 @@ void Server::start() {
     // configuration gives it a lease (session_defaults' is for the clients' sessions)
     if (!startup.config.has_idle_timeout_s()) request.mutable_config()->set_idle_timeout_s(0.0);
     v1::CreateSessionResponse response;
-    const grpc::Status status = s.registry->create(request, &response, startup.udp_port);
+    const grpc::Status status =
+        s.registry->create(request, &response, startup.udp_port, "config", startup.udp_key);
     if (!status.ok()) {
       throw std::runtime_error("start-up session '" + startup.config.name() +
                                "': " + status.error_message());
     }
     const std::uint64_t id = response.session().session_id();
-    std::string hex;
-    for (const unsigned char byte : response.udp_token()) {
-      static constexpr char kDigits[] = "0123456789abcdef";
-      hex += kDigits[byte >> 4];
-      hex += kDigits[byte & 15];
+    // the token (TOKEN) is logged for its controller; a key (MAC) never is
+    std::string credentials;
+    if (!response.udp_token().empty()) {
+      credentials = ", UDP token ";
+      for (const unsigned char byte : response.udp_token()) {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        credentials += kDigits[byte >> 4];
+        credentials += kDigits[byte & 15];
+      }
+    } else if (!response.udp_key().empty()) {
+      credentials = startup.udp_key.empty()
+                        ? ", UDP key random (no udp_key_file: reachable over gRPC only)"
+                        : ", UDP key from its udp_key_file";
     }
     std::string why;
     if (startup.start && !s.registry->find(id)->start(&why)) {
       throw std::runtime_error("start-up session '" + startup.config.name() + "': " + why);
     }
-    spdlog::info("start-up session {} '{}': model {}, UDP port {}, UDP token {}{}", id,
-                 response.session().name(), startup.model, response.session().udp_port(), hex,
-                 startup.start ? ", running" : "");
+    spdlog::info("start-up session {} '{}': model {}, UDP port {}{}{}", id,
+                 response.session().name(), startup.model, response.session().udp_port(),
+                 credentials, startup.start ? ", running" : "");
   }
 }
 

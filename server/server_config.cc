@@ -484,8 +484,13 @@ void Parser::parseListen(const Item& item) {
     config_.grpc_port = static_cast<std::uint16_t>(integer(*port, 0, 65535));
   }
   if (auto udp = m.get("udp")) {
-    const Mapping u(*this, *udp, {"enabled", "ports"});
+    const Mapping u(*this, *udp, {"enabled", "ports", "authentication"});
     if (auto enabled = u.get("enabled")) config_.udp_enabled = boolean(*enabled);
+    if (auto scheme = u.get("authentication")) {
+      config_.udp_authentication = choice(*scheme, {"mac", "token"}) == "mac"
+                                       ? v1::UDP_AUTHENTICATION_MAC
+                                       : v1::UDP_AUTHENTICATION_TOKEN;
+    }
     if (auto ports = u.get("ports")) {
       const std::vector<Item> range = list(*ports);
       if (range.size() != 2) {
@@ -857,7 +862,7 @@ void Parser::parseSessions(const Item& item) {
   }
   const bool ephemeral_udp = config_.udp_port_first == 0;
   for (const Item& entry : entries) {
-    const Mapping m(*this, entry, {"name", "model", "start", "udp_port", "config"});
+    const Mapping m(*this, entry, {"name", "model", "start", "udp_port", "udp_key_file", "config"});
     StartupSession session;
     session.config = config_.session_defaults;
 
@@ -903,6 +908,38 @@ void Parser::parseSessions(const Item& item) {
         }
       }
       session.udp_port = static_cast<std::uint16_t>(value);
+    }
+    if (auto key_file = m.get("udp_key_file")) {
+      if (!config_.udp_enabled) fail(*key_file, "listen.udp.enabled is false: no UDP key");
+      if (config_.udp_authentication != v1::UDP_AUTHENTICATION_MAC) {
+        fail(*key_file, "listen.udp.authentication is token: no UDP key");
+      }
+      const fs::path file = path(*key_file);
+      const std::string content = readFile(*key_file, file, "a UDP key file");
+      // 64 hexadecimal digits, then at most white space; never quoted back in a message
+      std::string key;
+      std::size_t k = 0;
+      for (; k + 1 < content.size() && key.size() < 32; k += 2) {
+        const auto digit = [](char c) {
+          if (c >= '0' && c <= '9') return c - '0';
+          if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+          if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+          return -1;
+        };
+        const int high = digit(content[k]), low = digit(content[k + 1]);
+        if (high < 0 || low < 0) break;
+        key += static_cast<char>(high * 16 + low);
+      }
+      bool rest_blank = true;
+      for (; k < content.size(); ++k) {
+        rest_blank = rest_blank && std::isspace(static_cast<unsigned char>(content[k]));
+      }
+      if (key.size() != 32 || !rest_blank) {
+        fail(*key_file, "'" + file.string() +
+                            "' must hold a 32-byte key as 64 hexadecimal digits (e.g. made by "
+                            "`head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'`)");
+      }
+      session.udp_key = std::move(key);
     }
     const Item config =
         m.get("config").value_or(Item{YAML::Node(), entry.mark, entry.path + ".config"});

@@ -27,6 +27,10 @@ struct StartupSession {
   v1::SessionConfig config;    ///< on top of the server's session defaults
   bool start = true;           ///< start it at once
   std::uint16_t udp_port = 0;  ///< 0: the next free port of the UDP range
+  /// MAC: the session's 32-byte UDP key, read from `udp_key_file` (64 hexadecimal digits), so
+  /// that a controller configured with the same file can reach it; empty: a random key, which no
+  /// controller can know (the server never logs keys): gRPC only.
+  std::string udp_key;
 };
 
 struct ServerConfig {
@@ -36,6 +40,10 @@ struct ServerConfig {
   std::string bind_address = "127.0.0.1";  ///< gRPC, UDP and metrics listen here
   std::uint16_t grpc_port = 50051;         ///< 0: an ephemeral port (tests)
   bool udp_enabled = true;
+  /// How session UDP ports authenticate datagrams (udp.proto, "Authentication"): MAC, a
+  /// BLAKE2b tag under a per-session key (the default), or TOKEN, the 16-byte token in clear (a
+  /// compatibility option for controllers that do not speak MAC yet).
+  v1::UdpAuthentication udp_authentication = v1::UDP_AUTHENTICATION_MAC;
   /// Session UDP ports are taken from [udp_port_first, udp_port_last]; both 0: ephemeral ports.
   std::uint16_t udp_port_first = 50100;
   std::uint16_t udp_port_last = 50199;

@@ -1,5 +1,7 @@
 #include "server/server_session.h"
 
+#include <sodium.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,16 +41,9 @@ ServerSession::ServerSession(std::uint64_t id, rt::SessionConfig config, v1::Mod
   else publisher_ = std::thread([this] { publisherMain(); });
 }
 
-ServerSession::~ServerSession() { close(); }
-
-bool ServerSession::tokenMatches(std::string_view candidate) const {
-  if (candidate.size() != udp_token_.size()) return false;
-  // Constant time: every byte is compared whatever the first difference.
-  unsigned difference = 0;
-  for (std::size_t i = 0; i < udp_token_.size(); ++i) {
-    difference |= static_cast<unsigned>(static_cast<std::uint8_t>(candidate[i]) ^ udp_token_[i]);
-  }
-  return difference == 0;
+ServerSession::~ServerSession() {
+  close();
+  sodium_memzero(udp_token_.data(), udp_token_.size());  // the key zeroes itself
 }
 
 bool ServerSession::start(std::string* why) {
@@ -366,11 +361,20 @@ void ServerSession::fillInfo(v1::SessionInfo* out) {
     out->clear_fault();
   }
   out->set_udp_port(udpPort());
+  const bool mac = has_udp_key_;
+  if (udpPort() != 0) {
+    out->set_udp_authentication(mac ? v1::UDP_AUTHENTICATION_MAC : v1::UDP_AUTHENTICATION_TOKEN);
+  }
   const rt::SensorModels& sensors = session_->sensorModels();
-  out->set_udp_state_max_bytes(udpStateMaxBytes(model(), !sensors.ideal(), sensors.hasImu()));
   const rt::JointDrives& drives = session_->drives();
-  out->set_udp_command_max_bytes(udpCommandMaxBytes(
-      model(), drives.anyPosition(), drives.anyPosition() || drives.anyVelocity()));
+  DatagramShape shape;
+  shape.mac = mac;
+  shape.measured = !sensors.ideal();
+  shape.imu = sensors.hasImu();
+  shape.positions = drives.anyPosition();
+  shape.velocities = drives.anyPosition() || drives.anyVelocity();
+  out->set_udp_state_max_bytes(udpStateMaxBytes(model(), shape));
+  out->set_udp_command_max_bytes(udpCommandMaxBytes(model(), shape));
   out->set_control_period_ns(session_->period());
   out->set_dt(1.0 / (session_->config().control_rate * session_->config().substeps));
   latestState(out->mutable_latest_state());

@@ -1,4 +1,5 @@
-// ServerSession: one rt::Session as the server hosts it — its id, UDP token, model description,
+// ServerSession: one rt::Session as the server hosts it — its id, UDP credentials (key or token),
+// model description,
 // effective configuration, transport counters, and the publisher thread that hands every newly
 // published state to the session's state sinks (UDP peer, Control streams, StreamStates
 // readers) without the RT thread ever knowing about them.
@@ -17,10 +18,12 @@
 #include <vector>
 
 #include "hilsim/v1/session.pb.h"
+#include "proto/udp_frame.h"
 #include "rt/session.h"
 #include "server/server_config.h"
 #include "server/conversions.h"
 #include "server/transport_stats.h"
+#include "server/udp_screen.h"
 
 namespace hilsim::server {
 
@@ -61,7 +64,7 @@ enum class CommandShape : std::uint8_t {
 
 class ServerSession {
  public:
-  using Token = std::array<std::uint8_t, 16>;
+  using Token = UdpToken;
 
   /// Builds the rt::Session (throws rt::SessionError on an invalid configuration) and starts the
   /// publisher thread. `model_info` and `effective_config` are what GetSession reports.
@@ -84,9 +87,16 @@ class ServerSession {
   const v1::ModelInfo& modelInfo() const { return model_info_; }
   const v1::SessionConfig& effectiveConfig() const { return effective_config_; }
 
+  /// The TOKEN scheme's token (handed out only when the session has no key).
   const Token& udpToken() const { return udp_token_; }
-  /// Constant-time comparison of `candidate` with the UDP token (false unless 16 bytes).
-  bool tokenMatches(std::string_view candidate) const;
+  /// MAC: the key of the session's UDP frames (udp.proto, "Authentication"); set once, before the
+  /// session is handed to its transports. Without one the session's port speaks TOKEN.
+  void setUdpKey(const udp::Key& key) {
+    udp_key_ = key;
+    has_udp_key_ = true;
+  }
+  /// The key, or nullptr under TOKEN. Never logged, never in GetSession or ListSessions.
+  const udp::Key* udpKey() const { return has_udp_key_ ? &udp_key_ : nullptr; }
   void setUdpPort(std::uint16_t port) { udp_port_.store(port, std::memory_order_relaxed); }
   std::uint16_t udpPort() const { return udp_port_.load(std::memory_order_relaxed); }
 
@@ -194,6 +204,8 @@ class ServerSession {
   StateExtras extras_;  // the State fields the model's states carry
   v1::SessionConfig effective_config_;
   Token udp_token_;
+  udp::Key udp_key_;  // zeroed with the session
+  bool has_udp_key_ = false;
   std::atomic<std::uint16_t> udp_port_{0};
   std::atomic<std::uint32_t> max_step_cycles_{kDefaultMaxStepCycles};
   TransportCounters udp_, grpc_;

@@ -100,6 +100,8 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
       events_(events),
       shared_(config.workers.count > 0 ? std::make_shared<SharedWorkers>(config.workers) : nullptr),
       next_udp_port_(config.udp_port_first) {
+  // libsodium draws the UDP keys (and times the tags): started once, before any session
+  if (!udp::initialize()) throw std::runtime_error("libsodium cannot start: no UDP keys");
   // the bundled models and the files of models.directory; a file there of a bundled name
   // replaces the bundled model
   std::map<std::string, std::string> sources;  // name → what loadModel reads
@@ -283,7 +285,8 @@ grpc::Status SessionRegistry::checkSessionLimit() const {
 
 grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
                                      v1::CreateSessionResponse* response,
-                                     std::uint16_t udp_port, std::string owner) {
+                                     std::uint16_t udp_port, std::string owner,
+                                     std::string_view udp_key) {
   {
     // a full server does not pay for a load (checked again below: creations run concurrently)
     std::lock_guard lock(mutex_);
@@ -355,6 +358,10 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
     return invalid(e.what());
   }
   entry.session->setMaxStepCycles(config_.max_step_cycles);  // before any transport sees it
+  if (config_.udp_enabled && config_.udp_authentication == v1::UDP_AUTHENTICATION_MAC) {
+    udp::Key key;
+    entry.session->setUdpKey(udp::Key::fromBytes(udp_key, &key) ? key : udp::Key::random());
+  }
   entry.session->setOwner(std::move(owner));
   if (config_.udp_enabled) {
     try {
@@ -380,8 +387,13 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   entry.model_name = model_name;
   ++next_id_;
   ServerSession& session = *entry.session;
-  const ServerSession::Token& token = session.udpToken();
-  response->set_udp_token(std::string(token.begin(), token.end()));
+  // the session's credentials, in this response only
+  if (const udp::Key* key = session.udpKey()) {
+    response->set_udp_key(std::string(key->view()));
+  } else {
+    const ServerSession::Token& token = session.udpToken();
+    response->set_udp_token(std::string(token.begin(), token.end()));
+  }
   session.fillInfo(response->mutable_session());
   spdlog::info("session {} '{}' created: model {} (nq {}, nv {}), {} at {} Hz, UDP port {}", id,
                session.name(), model_name, model->nq, model->nv,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -43,9 +44,11 @@ class SessionRegistry {
   /// models.directory) is the one loaded at start-up, shared by its sessions; a model text, or a
   /// file added to models.directory since, is loaded for the request, after waiting at most
   /// kTextLoadWait for another load.
-  /// `owner`: who asks (the gRPC peer), shown by ListSessions.
+  /// `owner`: who asks (the gRPC peer), shown by ListSessions. `udp_key`: MAC, the 32 bytes of
+  /// the session's key (a start-up session's udp_key_file); empty: a random one.
   grpc::Status create(const v1::CreateSessionRequest& request, v1::CreateSessionResponse* response,
-                      std::uint16_t udp_port = 0, std::string owner = "config");
+                      std::uint16_t udp_port = 0, std::string owner = "config",
+                      std::string_view udp_key = {});
   /// The session, or null when no such session exists (never created, or closed). Counts as a
   /// use of the session for its lease.
   std::shared_ptr<ServerSession> find(std::uint64_t id) const;

@@ -11,6 +11,7 @@ std::string_view rejectionName(Rejection rejection) {
     case Rejection::kMalformed: return "malformed";
     case Rejection::kUnknownSession: return "unknown_session";
     case Rejection::kUnauthenticated: return "unauthenticated";
+    case Rejection::kReplayed: return "replayed";
     case Rejection::kStale: return "stale";
     case Rejection::kDuplicate: return "duplicate";
     case Rejection::kWrongSize: return "wrong_size";
@@ -30,6 +31,7 @@ void TransportCounters::count(Rejection outcome) {
     case Rejection::kMalformed: counter = &malformed; break;
     case Rejection::kUnknownSession: counter = &unknown_session; break;
     case Rejection::kUnauthenticated: counter = &unauthenticated; break;
+    case Rejection::kReplayed: counter = &replayed; break;
     case Rejection::kStale: counter = &stale; break;
     case Rejection::kDuplicate: counter = &duplicate; break;
     case Rejection::kWrongSize: counter = &wrong_size; break;
@@ -49,6 +51,7 @@ void TransportCounters::toProto(v1::TransportStats* out) const {
   out->set_malformed(malformed.load(r));
   out->set_unknown_session(unknown_session.load(r));
   out->set_unauthenticated(unauthenticated.load(r));
+  out->set_replayed(replayed.load(r));
   out->set_stale(stale.load(r));
   out->set_duplicate(duplicate.load(r));
   out->set_wrong_size(wrong_size.load(r));
@@ -63,7 +66,7 @@ void TransportCounters::toProto(v1::TransportStats* out) const {
 
 void TransportCounters::reset() {
   for (auto* c : {&received, &accepted, &oversize, &malformed, &unknown_session, &unauthenticated,
-                  &stale, &duplicate, &wrong_size, &non_finite, &too_many_steps, &inactive,
+                  &replayed, &stale, &duplicate, &wrong_size, &non_finite, &too_many_steps, &inactive,
                   &dropped, &states_sent, &states_skipped, &send_errors}) {
     c->store(0, std::memory_order_relaxed);
   }

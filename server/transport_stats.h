@@ -13,14 +13,17 @@ class TransportStats;
 
 namespace hilsim::server {
 
-/// Why a received command was refused, in the order the rules are checked (udp.proto). kNone:
-/// accepted.
+/// Why a received command was refused, in the order the rules are checked under the TOKEN scheme
+/// and on gRPC (udp.proto); the MAC scheme checks kUnauthenticated, kReplayed and kStale before
+/// kMalformed (server/udp_screen.h). kNone: accepted.
 enum class Rejection : std::uint8_t {
   kNone,
   kOversize,        ///< UDP datagram longer than 1472 bytes
   kMalformed,       ///< truncated or unparseable, no command, sequence 0
   kUnknownSession,  ///< session_id is not the port's or the stream's session
-  kUnauthenticated, ///< UDP token absent, of the wrong length or wrong
+  kUnauthenticated, ///< UDP MAC: shorter than a frame, wrong magic or tag; TOKEN: token absent,
+                    ///< of the wrong length or wrong
+  kReplayed,        ///< UDP MAC: a frame counter accepted before (from any source)
   kStale,           ///< sequence below the newest accepted from that controller
   kDuplicate,       ///< sequence equal to it
   kWrongSize,       ///< tau neither empty nor nv values
@@ -41,6 +44,7 @@ struct TransportCounters {
   std::atomic<std::uint64_t> malformed{0};
   std::atomic<std::uint64_t> unknown_session{0};
   std::atomic<std::uint64_t> unauthenticated{0};
+  std::atomic<std::uint64_t> replayed{0};
   std::atomic<std::uint64_t> stale{0};
   std::atomic<std::uint64_t> duplicate{0};
   std::atomic<std::uint64_t> wrong_size{0};

@@ -1,7 +1,5 @@
 #include "server/udp_endpoint.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format_lite.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -14,11 +12,22 @@
 
 namespace hilsim::server {
 
+namespace {
+
+/// The session's scheme: MAC with its key, else TOKEN.
+DatagramScreen makeScreen(const ServerSession& session) {
+  if (const udp::Key* key = session.udpKey()) return DatagramScreen(session.id(), *key);
+  return DatagramScreen(session.id(), session.udpToken());
+}
+
+}  // namespace
+
 UdpEndpoint::UdpEndpoint(ServerSession& session, const std::string& address, std::uint16_t port)
     : session_(session),
       counters_(session.udpCounters()),
       mode_(session.mode()),
-      socket_(io_) {
+      socket_(io_),
+      screen_(makeScreen(session)) {
   asio::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(address, ec);
   if (ec) {
@@ -107,75 +116,13 @@ void UdpEndpoint::receiveNext() {
 
 void UdpEndpoint::onDatagram(std::size_t bytes, rt::Nanoseconds receive_time) {
   counters_.received.fetch_add(1, std::memory_order_relaxed);
-  const v1::Command* command = nullptr;
-  Rejection outcome = screen(bytes, &command);
-  if (outcome == Rejection::kNone) outcome = session_.submit(*command, receive_time);
+  // TOKEN: the source's own sequence gate (none for a new source); MAC: the key's window
+  const Source* source = screen_.mac() ? nullptr : findSource(sender_);
+  Rejection outcome = screen_.screen({receive_buffer_.data(), bytes},
+                                     source != nullptr ? &source->gate : nullptr);
+  if (outcome == Rejection::kNone) outcome = session_.submit(screen_.command(), receive_time);
   counters_.count(outcome);
-  if (outcome == Rejection::kNone) afterAccepted(*command, receive_time);
-}
-
-Rejection UdpEndpoint::screen(std::size_t bytes, const v1::Command** command) {
-  // 1. a datagram longer than one Ethernet frame's payload is refused unparsed
-  if (bytes > kMaxDatagramBytes) return Rejection::kOversize;
-  // 2.
-  std::string_view token;
-  if (!decode(receive_buffer_.data(), bytes, &token) || command_.sequence() == 0) {
-    return Rejection::kMalformed;
-  }
-  // 3, 4
-  if (command_.session_id() != session_.id()) return Rejection::kUnknownSession;
-  if (!session_.tokenMatches(token)) return Rejection::kUnauthenticated;
-  // 5, 6: a source never accepted before has a fresh sequence space
-  if (const Source* source = findSource(sender_)) {
-    const Rejection order = source->gate.check(command_.sequence());
-    if (order != Rejection::kNone) return order;
-  }
-  *command = &command_;
-  return Rejection::kNone;
-}
-
-bool UdpEndpoint::decode(const std::uint8_t* data, std::size_t size, std::string_view* token) {
-  // UdpCommand is { bytes token = 1; Command command = 2; }. Parsing it as a whole would build a
-  // new Command (and a heap string for the 16-byte token) per datagram; instead walk its two
-  // fields: the token stays a view into the receive buffer, the command is parsed into the reused
-  // command_ (whose tau keeps its capacity). Same result as UdpCommand::ParseFromArray: the last
-  // token wins, repeated commands merge, unknown fields are skipped, truncation fails.
-  using google::protobuf::internal::WireFormatLite;
-  constexpr std::uint32_t kTokenTag = WireFormatLite::MakeTag(
-      v1::UdpCommand::kTokenFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-  constexpr std::uint32_t kCommandTag = WireFormatLite::MakeTag(
-      v1::UdpCommand::kCommandFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-  google::protobuf::io::CodedInputStream in(data, static_cast<int>(size));
-  bool have_command = false;
-  *token = {};
-  for (;;) {
-    const std::uint32_t tag = in.ReadTag();
-    if (tag == 0) break;
-    if (tag != kTokenTag && tag != kCommandTag) {
-      if (!WireFormatLite::SkipField(&in, tag)) return false;
-      continue;
-    }
-    std::uint32_t length = 0;
-    if (!in.ReadVarint32(&length)) return false;
-    const void* body = nullptr;
-    int available = 0;
-    if (!in.GetDirectBufferPointer(&body, &available)) available = 0;
-    if (static_cast<std::uint64_t>(available) < length) return false;  // truncated
-    const auto* bytes = static_cast<const std::uint8_t*>(body);
-    const int n = static_cast<int>(length);
-    if (tag == kTokenTag) {
-      *token = {reinterpret_cast<const char*>(bytes), length};
-    } else if (!have_command) {
-      if (!command_.ParseFromArray(bytes, n)) return false;
-      have_command = true;
-    } else {
-      google::protobuf::io::CodedInputStream part(bytes, n);
-      if (!command_.MergeFromCodedStream(&part)) return false;
-    }
-    if (!in.Skip(n)) return false;
-  }
-  // ReadTag() returns 0 both at the end and on a zero tag: only the former consumed it all
-  return in.ConsumedEntireMessage() && have_command;
+  if (outcome == Rejection::kNone) afterAccepted(screen_.command(), receive_time);
 }
 
 UdpEndpoint::Source* UdpEndpoint::findSource(const Endpoint& address) {
@@ -203,7 +150,7 @@ void UdpEndpoint::rememberAccepted(const Endpoint& address, std::uint64_t sequen
 }
 
 void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds receive_time) {
-  rememberAccepted(sender_, command.sequence());
+  if (!screen_.mac()) rememberAccepted(sender_, command.sequence());
   const bool sync = isSync(command);
   const bool lockstep = mode_ == rt::SessionMode::kLockstep;
   const bool step_request = sync && lockstep && command.steps() >= 1;
@@ -213,13 +160,17 @@ void UdpEndpoint::afterAccepted(const v1::Command& command, rt::Nanoseconds rece
   {
     std::lock_guard lock(send_mutex_);
     if (!has_peer_ || peer_ != sender_) {
-      // a new peer: its own sequence space, nothing owed to it yet
       new_peer = true;
       peer_ = sender_;
       has_peer_ = true;
-      newest_command_ = 0;
-      answered_ = 0;
-      owed_count_ = 0;
+      if (!screen_.mac()) {
+        // TOKEN: a new peer has its own sequence space, nothing owed to it yet. Under MAC the
+        // key's one space goes on: what was answered stays answered (a state of the old peer's
+        // last command is no answer to the new peer's first).
+        newest_command_ = 0;
+        answered_ = 0;
+        owed_count_ = 0;
+      }
       step_target_ = 0;
       has_gap_base_ = false;
       has_last_sent_ = false;
@@ -342,12 +293,18 @@ void UdpEndpoint::sendLocked(const rt::StateSnapshot& state, const Endpoint& to,
   v1::State* out = message_.mutable_state();
   session_.toState(state, out);
   out->set_send_time_ns(rt::monotonicNow());
-  const std::size_t size = message_.ByteSizeLong();
-  if (size > send_buffer_.size()) {
+  // MAC: the payload goes after the frame's header, then the header and the tag around it
+  const std::size_t offset = screen_.mac() ? udp::kHeaderBytes : 0;
+  const std::size_t payload = message_.ByteSizeLong();
+  if (payload + offset + (screen_.mac() ? udp::kTagBytes : 0) > send_buffer_.size()) {
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  message_.SerializeWithCachedSizesToArray(send_buffer_.data());
+  message_.SerializeWithCachedSizesToArray(send_buffer_.data() + offset);
+  std::size_t size = payload;
+  if (const udp::Key* key = session_.udpKey()) {
+    size = udp::seal(*key, udp::Direction::kState, ++send_counter_, send_buffer_, payload);
+  }
   const ssize_t sent = ::sendto(fd_, send_buffer_.data(), size, MSG_DONTWAIT | MSG_NOSIGNAL,
                                 to.data(), static_cast<socklen_t>(to.size()));
   if (sent < 0 || static_cast<std::size_t>(sent) != size) {

@@ -1,8 +1,9 @@
 // UdpEndpoint: one session's UDP port, the low-latency controller path (proto/hilsim/v1/udp.proto,
-// docs/PROTOCOL.md "UDP datagrams"). Receives UdpCommand datagrams, applies the ten rejection
-// rules of udp.proto in order, hands accepted commands to the session, and sends UdpState
-// datagrams to the peer — the source of the newest accepted datagram while it has sent one within
-// the last second.
+// docs/PROTOCOL.md "UDP datagrams"). Receives command datagrams — authenticated frames under the
+// session's key (MAC) or UdpCommands with its token (TOKEN) —, applies the rejection rules of
+// udp.proto in order (DatagramScreen, then the session's), hands accepted commands to the session,
+// and sends UdpState datagrams (framed and tagged under MAC) to the peer — the source of the
+// newest accepted datagram while it has sent one within the last second.
 //
 // Threads: each endpoint has its own network thread running its own asio::io_context, so that a
 // flood on one session's port never delays another session. Datagrams leave from two threads:
@@ -12,8 +13,9 @@
 // is an RT thread; the RT loop only sees the session's command channel.
 //
 // Allocation: datagrams are received into a fixed buffer and their Command is parsed into one
-// reused message; states are serialized from one reused message into a fixed buffer. Once the
-// first datagrams have sized those messages' arrays, traffic does not touch the heap.
+// reused message; states are serialized from one reused message into a fixed buffer and tagged
+// there. Once the first datagrams have sized those messages' arrays, traffic does not touch the
+// heap.
 #pragma once
 
 #include <array>
@@ -31,20 +33,23 @@
 #include "rt/session.h"
 #include "server/server_session.h"
 #include "server/transport_stats.h"
+#include "server/udp_screen.h"
 
 namespace hilsim::server {
 
 class UdpEndpoint final : public StateSink {
  public:
   /// Longest accepted datagram: an Ethernet frame's UDP payload over IPv4 (rule 1 of udp.proto).
-  static constexpr std::size_t kMaxDatagramBytes = 1472;
+  static constexpr std::size_t kMaxDatagramBytes = DatagramScreen::kMaxDatagramBytes;
   /// Silence after which the peer no longer receives states (ABB EGM's default timeout) [ns].
   static constexpr rt::Nanoseconds kPeerTimeout = rt::kNanosecondsPerSecond;
-  /// Source addresses whose sequence gates are kept; the least recently accepted is forgotten
-  /// first (it may then start again at any sequence, as a restarted controller would).
+  /// TOKEN: source addresses whose sequence gates are kept; the least recently accepted is
+  /// forgotten first (it may then start again at any sequence, as a restarted controller would).
+  /// MAC has one replay window per session key instead.
   static constexpr std::size_t kMaxSources = 16;
 
-  /// Binds address:port (0: an ephemeral port) for `session`. Throws std::system_error when the
+  /// Binds address:port (0: an ephemeral port) for `session`, speaking MAC when the session has a
+  /// key (ServerSession::udpKey), else TOKEN. Throws std::system_error when the
   /// address is not an IP address or the port cannot be bound (the registry then tries the next
   /// port of its range). Nothing is received or sent before start().
   UdpEndpoint(ServerSession& session, const std::string& address, std::uint16_t port);
@@ -79,11 +84,6 @@ class UdpEndpoint final : public StateSink {
 
   void receiveNext();
   void onDatagram(std::size_t bytes, rt::Nanoseconds receive_time);
-  /// Rules 1–6; on kNone `*command` is the parsed datagram's command.
-  Rejection screen(std::size_t bytes, const v1::Command** command);
-  /// Parses a UdpCommand: its command into command_, its token as a view into `data`. False when
-  /// it does not parse or has no command.
-  bool decode(const std::uint8_t* data, std::size_t size, std::string_view* token);
   Source* findSource(const Endpoint& address);
   void rememberAccepted(const Endpoint& address, std::uint64_t sequence);
   void afterAccepted(const v1::Command& command, rt::Nanoseconds receive_time);
@@ -109,7 +109,7 @@ class UdpEndpoint final : public StateSink {
   // Network thread only.
   std::array<std::uint8_t, 2048> receive_buffer_{};  // > 1472: oversize shows without parsing
   Endpoint sender_;
-  v1::Command command_;  // the datagram's command, reused
+  DatagramScreen screen_;  // the transport's rules, the key's replay window, the reused Command
   std::array<Source, kMaxSources> sources_{};
   std::uint64_t accept_counter_ = 0;
 
@@ -140,8 +140,11 @@ class UdpEndpoint final : public StateSink {
   rt::SessionState seen_state_ = rt::SessionState::kCreated;
   bool has_seen_state_ = false;
   v1::UdpState message_;  // reused: its arrays keep their capacity
-  std::array<std::uint8_t, 4096> send_buffer_{};  // ≥ 88 + 8·3·128, the largest UdpState
-  static_assert(4096 >= 88 + 8 * 3 * rt::kMaxCoordinates, "a UdpState must fit send_buffer_");
+  // MAC: the counter of the newest state frame sent; strictly increasing for the session's life
+  std::uint64_t send_counter_ = 0;
+  std::array<std::uint8_t, 4096> send_buffer_{};  // ≥ 28 + 88 + 8·3·128, the largest framed state
+  static_assert(4096 >= udp::kFrameOverheadBytes + 88 + 8 * 3 * rt::kMaxCoordinates,
+                "a framed UdpState must fit send_buffer_");
 };
 
 }  // namespace hilsim::server

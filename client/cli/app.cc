@@ -467,8 +467,11 @@ Command addLatencyCommand(CLI::App& app) {
       ->capture_default_str();
   latency->add_option("--session", args->session,
                       "Use this running session (id or name) instead of creating one");
+  latency->add_option("--udp-key", options.udp_key_hex,
+                      "The session's UDP key in hex (with --session over UDP)");
   latency->add_option("--udp-token", options.udp_token_hex,
-                      "The session's UDP token in hex (with --session over UDP)");
+                      "The session's UDP token in hex (with --session over UDP, on a server with "
+                      "listen.udp.authentication: token)");
   latency->add_option("--csv", options.csv, "Write one row per command to this file");
   latency->add_option("--svg", options.svg,
                       "Write a chart (histogram and time series) to this SVG file");

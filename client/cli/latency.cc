@@ -57,9 +57,9 @@ class Link {
 
 class UdpLink : public Link {
  public:
-  UdpLink(const std::string& host, std::uint16_t port, std::uint64_t session_id,
-          const std::string& token)
-      : udp_(host, port, session_id, token) {}
+  /// `created`: the session's id, port and credentials (key or token) choose the scheme.
+  UdpLink(const std::string& host, const v1::CreateSessionResponse& created)
+      : udp_(host, created) {}
   void sync() override { udp_.sync(); }
   std::pair<std::uint64_t, Nanoseconds> send(const std::vector<double>& tau,
                                              std::uint32_t steps) override {
@@ -244,11 +244,16 @@ void checkOptions(const LatencyOptions& o) {
   if (o.session_id == 0 && o.mode != "realtime" && o.mode != "lockstep") {
     throw CliError("--mode must be realtime or lockstep, got '" + o.mode + "'", kExitUsage);
   }
-  if (o.session_id != 0 && o.transport == "udp" && o.udp_token_hex.empty()) {
-    throw CliError("--session over UDP needs --udp-token: 'hilsim session create' prints it, and "
-                   "for a start-up session the server's log line 'start-up session … UDP token …'; "
-                   "--transport grpc needs none",
+  if (o.session_id != 0 && o.transport == "udp" && o.udp_token_hex.empty() &&
+      o.udp_key_hex.empty()) {
+    throw CliError("--session over UDP needs --udp-key (or --udp-token on a server with "
+                   "listen.udp.authentication: token): 'hilsim session create' prints it, and "
+                   "a start-up session's key is its udp_key_file (its token the server's log line "
+                   "'start-up session … UDP token …'); --transport grpc needs none",
                    kExitUsage);
+  }
+  if (!o.udp_token_hex.empty() && !o.udp_key_hex.empty()) {
+    throw CliError("give --udp-key or --udp-token, not both", kExitUsage);
   }
 }
 
@@ -264,14 +269,18 @@ std::string targetHost(const std::string& target) {
   return target.substr(0, colon);
 }
 
-std::string parseTokenHex(const std::string& hex) {
-  if (hex.size() != 32) {
-    throw CliError("--udp-token must be 32 hex digits (16 bytes), got " +
+namespace {
+
+/// `bytes` bytes from 2·`bytes` hex digits; CliError naming `option` otherwise.
+std::string parseHex(const std::string& hex, std::size_t bytes, const char* option) {
+  if (hex.size() != 2 * bytes) {
+    throw CliError(std::string(option) + " must be " + std::to_string(2 * bytes) +
+                       " hex digits (" + std::to_string(bytes) + " bytes), got " +
                        std::to_string(hex.size()) + " characters",
                    kExitUsage);
   }
-  std::string bytes(16, '\0');
-  for (int k = 0; k < 16; ++k) {
+  std::string out(bytes, '\0');
+  for (std::size_t k = 0; k < bytes; ++k) {
     int value = 0;
     for (int half = 0; half < 2; ++half) {
       const char c = hex[2 * k + half];
@@ -279,12 +288,20 @@ std::string parseTokenHex(const std::string& hex) {
       if (c >= '0' && c <= '9') digit = c - '0';
       else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
       else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-      else throw CliError("--udp-token: not a hex digit: '" + std::string(1, c) + "'", kExitUsage);
+      else throw CliError(std::string(option) + ": not a hex digit", kExitUsage);  // a secret
       value = value * 16 + digit;
     }
-    bytes[k] = static_cast<char>(value);
+    out[k] = static_cast<char>(value);
   }
-  return bytes;
+  return out;
+}
+
+}  // namespace
+
+std::string parseTokenHex(const std::string& hex) { return parseHex(hex, 16, "--udp-token"); }
+
+std::string parseKeyHex(const std::string& hex) {
+  return parseHex(hex, udp::kKeyBytes, "--udp-key");
 }
 
 std::string tokenHex(const std::string& bytes) {
@@ -304,7 +321,10 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
 
   // The session: a new one (closed at the end) or the one named.
   std::uint64_t id = o.session_id;
-  std::string token = o.udp_token_hex.empty() ? std::string() : parseTokenHex(o.udp_token_hex);
+  // the session's UDP credentials, as CreateSession hands them out
+  v1::CreateSessionResponse credentials;
+  if (!o.udp_token_hex.empty()) credentials.set_udp_token(parseTokenHex(o.udp_token_hex));
+  if (!o.udp_key_hex.empty()) credentials.set_udp_key(parseKeyHex(o.udp_key_hex));
   v1::SessionInfo info;
   std::uint64_t created = 0;
   if (id == 0) {
@@ -322,7 +342,8 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
     config.set_idle_timeout_s(kOwnSessionLease);
     const v1::CreateSessionResponse response = simulation.createSession(model, config);
     id = created = response.session().session_id();
-    token = response.udp_token();
+    credentials.set_udp_token(response.udp_token());
+    credentials.set_udp_key(response.udp_key());
   }
   client::SessionCloser closer(simulation, created);
   if (created != 0) info = simulation.startSession(id);
@@ -349,7 +370,9 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
   std::unique_ptr<Link> link;
   if (o.transport == "udp") {
     if (info.udp_port() == 0) throw CliError("the server has UDP disabled: use --transport grpc");
-    link = std::make_unique<UdpLink>(host, static_cast<std::uint16_t>(info.udp_port()), id, token);
+    credentials.mutable_session()->set_session_id(id);
+    credentials.mutable_session()->set_udp_port(info.udp_port());
+    link = std::make_unique<UdpLink>(host, credentials);
   } else {
     link = std::make_unique<GrpcLink>(simulation.openControl(id));
   }

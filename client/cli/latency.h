@@ -23,9 +23,11 @@ struct LatencyOptions {
   /// "lockstep"); created, started, and closed at the end.
   std::string model;
   std::string mode = "realtime";
-  /// An existing, running session instead (0: create one). UDP needs its token (32 hex digits).
+  /// An existing, running session instead (0: create one). UDP needs its key (64 hex digits) or,
+  /// on a server that speaks TOKEN, its token (32 hex digits).
   std::uint64_t session_id = 0;
   std::string udp_token_hex;
+  std::string udp_key_hex;
   std::string csv;  ///< per-command CSV file; empty: none
   std::string svg;  ///< chart; empty: none
   bool json = false;
@@ -52,6 +54,8 @@ std::string targetHost(const std::string& target);
 
 /// Parses 32 hex digits into the 16 bytes of a UDP token; CliError (exit code 2) otherwise.
 std::string parseTokenHex(const std::string& hex);
+/// The 32 bytes of a UDP key from its 64 hex digits (--udp-key); CliError (usage) otherwise.
+std::string parseKeyHex(const std::string& hex);
 /// The bytes of a token as lowercase hex.
 std::string tokenHex(const std::string& bytes);
 

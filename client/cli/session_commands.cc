@@ -283,6 +283,7 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
   transportRow(out, "malformed", u.malformed(), g.malformed());
   transportRow(out, "unknown_session", u.unknown_session(), g.unknown_session());
   transportRow(out, "unauthenticated", u.unauthenticated(), g.unauthenticated());
+  transportRow(out, "replayed", u.replayed(), g.replayed());
   transportRow(out, "stale", u.stale(), g.stale());
   transportRow(out, "duplicate", u.duplicate(), g.duplicate());
   transportRow(out, "wrong_size", u.wrong_size(), g.wrong_size());
@@ -469,8 +470,13 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
   out << "model      " << sessionSummary(info) << "\n";
   out << "state      " << sessionStateName(info.state()) << "\n";
   out << "udp port   " << info.udp_port() << "\n";
-  out << "udp token  " << tokenHex(response.udp_token())
-      << "  (shown only now: UDP controllers need it)\n";
+  if (!response.udp_key().empty()) {
+    out << "udp key    " << tokenHex(response.udp_key())
+        << "  (shown only now: UDP controllers need it; keep it secret)\n";
+  } else {
+    out << "udp token  " << tokenHex(response.udp_token())
+        << "  (shown only now: UDP controllers need it)\n";
+  }
 }
 
 void sessionAction(const ServerOptions& server, const std::string& action, std::uint64_t id,

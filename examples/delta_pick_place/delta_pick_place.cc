@@ -73,9 +73,8 @@ int main(int argc, char** argv) {
     const auto model = std::make_shared<const hilsim::Model>(hilsim::loadModel("delta"));
     hilsim::examples::DeltaLaw law(model, /*bandwidth_hz=*/10.0);
 
-    UdpController udp(hilsim::examples::hostOf(options.server),
-                      static_cast<std::uint16_t>(created.session().udp_port()), id,
-                      created.udp_token());
+    // the session's port and credentials (its key, or a token server's token) from `created`
+    UdpController udp(hilsim::examples::hostOf(options.server), created);
     v1::State state;
     udp.sync();
     while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();

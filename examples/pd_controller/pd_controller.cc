@@ -74,9 +74,8 @@ int main(int argc, char** argv) {
     hilsim::examples::PdGravityLaw law(model, target, /*bandwidth_hz=*/10.0);
 
     // 3. UDP: a sync makes this socket the session's peer; then one State per cycle arrives.
-    UdpController udp(hilsim::examples::hostOf(options.server),
-                      static_cast<std::uint16_t>(created.session().udp_port()), id,
-                      created.udp_token());
+    // The port and credentials (the session's key, or a token server's token) from `created`.
+    UdpController udp(hilsim::examples::hostOf(options.server), created);
     v1::State state;
     udp.sync();
     while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();  // ask again until the server answers

@@ -91,9 +91,7 @@ int main(int argc, char** argv) {
     std::vector<double> tau(static_cast<std::size_t>(model.nv));
 
     // 3. UDP: a sync makes this socket the session's peer; then one State per cycle arrives.
-    hilsim::client::UdpController udp(hilsim::examples::hostOf(options.server),
-                                      static_cast<std::uint16_t>(created.session().udp_port()), id,
-                                      created.udp_token());
+    hilsim::client::UdpController udp(hilsim::examples::hostOf(options.server), created);
     v1::State state;
     udp.sync();
     while (!udp.receive(state, 100ms) && !InterruptGuard::requested()) udp.sync();

@@ -103,8 +103,7 @@ TEST(DeltaOverTheNetwork, RealtimeSessionFollowsThePathOverUdp) {
   const std::uint64_t id = created.session().session_id();
   client.startSession(id);
   DeltaLaw law(delta(), 10.0);
-  client::UdpController udp("127.0.0.1", static_cast<std::uint16_t>(created.session().udp_port()),
-                            id, created.udp_token());
+  client::UdpController udp("127.0.0.1", created);
   v1::State state;
   udp.sync();
   for (int attempt = 0; attempt < 20 && !udp.receive(state, 100ms); ++attempt) udp.sync();

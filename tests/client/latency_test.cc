@@ -165,24 +165,24 @@ TEST_F(LatencyTest, AttachesToAnExistingSessionAndPrintsJson) {
                 created, err),
             0)
       << err.str();
-  // "session    <id>" and "udp token  <hex>  (…)"
+  // "session    <id>" and "udp key    <hex>  (…)" (MAC, the server's default)
   std::istringstream lines(created.str());
-  std::string line, id, token;
+  std::string line, id, key;
   while (std::getline(lines, line)) {
     std::istringstream words(line);
-    std::string key, value;
-    words >> key;
-    if (key == "session") words >> id;
-    if (key == "udp") {
-      words >> value >> token;
-      if (value != "token") token.clear();
+    std::string first, value;
+    words >> first;
+    if (first == "session") words >> id;
+    if (first == "udp") {
+      words >> value >> key;
+      if (value != "key") key.clear();
     }
   }
   ASSERT_FALSE(id.empty()) << created.str();
-  ASSERT_EQ(token.size(), 32u) << created.str();
+  ASSERT_EQ(key.size(), 64u) << created.str();
   std::ostringstream out;
-  ASSERT_EQ(run({"latency", "--server", server_->grpcTarget(), "--session", id, "--udp-token",
-                 token, "--duration", "0.5", "--json"},
+  ASSERT_EQ(run({"latency", "--server", server_->grpcTarget(), "--session", id, "--udp-key",
+                 key, "--duration", "0.5", "--json"},
                 out, err),
             0)
       << err.str();
@@ -203,6 +203,8 @@ TEST_F(LatencyTest, AttachesToAnExistingSessionAndPrintsJson) {
   ASSERT_EQ(run({"session", "get", id, "--server", target, "--json"}, info, err), 0) << err.str();
   EXPECT_NE(info.str().find("\"session_id\": \"" + id + "\""), std::string::npos) << info.str();
   EXPECT_EQ(info.str().find("udp_token"), std::string::npos) << "GetSession never shows it";
+  EXPECT_EQ(info.str().find("udp_key"), std::string::npos) << "nor the key";
+  EXPECT_EQ(info.str().find(key), std::string::npos);
   std::ostringstream paused, closed, gone, gone_err;
   ASSERT_EQ(run({"session", "pause", id, "--server", target}, paused, err), 0) << err.str();
   EXPECT_NE(paused.str().find("PAUSED"), std::string::npos) << paused.str();
@@ -400,6 +402,8 @@ TEST_F(LatencyTest, BadOptionsAndUnknownSessionsAreOneLineErrors) {
       {{"latency", "--server", target, "--session", "7"}, kExitUsage, "--udp-token"},
       {{"latency", "--server", target, "--session", "7", "--udp-token", "xyz"}, kExitUsage,
        "32 hex digits"},
+      {{"latency", "--server", target, "--session", "7", "--udp-key", "ab"}, kExitUsage,
+       "64 hex digits"},
       {{"latency", "--server", target, "--session", "99", "--transport", "grpc"}, kExitFailure,
        "GetSession: NOT_FOUND"},
       {{"latency", "--server", target, "--model", "nope", "--duration", "0.1"}, kExitFailure,

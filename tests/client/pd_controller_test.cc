@@ -56,8 +56,7 @@ Outcome holdPosture(v1::SessionMode mode, int cycles) {
   target << 0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0;  // the example's posture
   PdGravityLaw law(model, target, 10.0);
 
-  client::UdpController udp("127.0.0.1", static_cast<std::uint16_t>(created.session().udp_port()),
-                            id, created.udp_token());
+  client::UdpController udp("127.0.0.1", created);
   v1::State state;
   udp.sync();
   for (int attempt = 0; attempt < 20 && !udp.receive(state, 100ms); ++attempt) udp.sync();

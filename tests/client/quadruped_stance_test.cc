@@ -40,8 +40,7 @@ struct StanceSession {
     created = client->createSession("quadruped", session);
     id = created.session().session_id();
     client->startSession(id);
-    udp.emplace("127.0.0.1", static_cast<std::uint16_t>(created.session().udp_port()), id,
-                created.udp_token());
+    udp.emplace("127.0.0.1", created);
     udp->sync();
     for (int attempt = 0; attempt < 20 && !udp->receive(state, 100ms); ++attempt) udp->sync();
   }

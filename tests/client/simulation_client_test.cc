@@ -77,7 +77,9 @@ TEST_F(SimulationClientTest, SessionLifeCycleRoundTrip) {
   const std::uint64_t id = created.session().session_id();
   ASSERT_NE(id, 0u);
   EXPECT_EQ(created.session().state(), v1::SESSION_STATE_CREATED);
-  EXPECT_EQ(created.udp_token().size(), 16u);
+  EXPECT_EQ(created.udp_key().size(), 32u) << "MAC by default";
+  EXPECT_TRUE(created.udp_token().empty());
+  EXPECT_EQ(created.session().udp_authentication(), v1::UDP_AUTHENTICATION_MAC);
   EXPECT_NE(created.session().udp_port(), 0u);
   EXPECT_EQ(created.session().model().nv(), 1u);
 

@@ -257,6 +257,28 @@ TEST(Contract, UdpCommandFitsOneEthernetFrameUpToTheStatedDof) {
   EXPECT_LE(real.ByteSizeLong(), kMtuPayload);
 }
 
+// With position and velocity drives a command carries their set-points: 63 + 24·nv bytes with
+// all three arrays, up to 58 DoF in one frame; 60 + 16·nv without torques, up to 88 DoF
+// (udp.proto, docs/PROTOCOL.md "Size limits").
+TEST(Contract, UdpCommandWithSetPointsFitsOneEthernetFrameUpToTheStatedDof) {
+  const auto with_set_points = [](int nv, bool tau) {
+    v1::UdpCommand u = worstUdpCommand(nv);
+    v1::Command* c = u.mutable_command();
+    if (!tau) c->clear_tau();
+    for (int k = 0; k < nv; ++k) c->add_position(1.0 + k);
+    for (int k = 0; k < nv; ++k) c->add_velocity(1.0 + k);
+    return u.ByteSizeLong();
+  };
+  for (int nv : {16, 40, 58}) {
+    EXPECT_EQ(with_set_points(nv, true), 63u + 24u * static_cast<std::size_t>(nv)) << nv;
+    EXPECT_EQ(with_set_points(nv, false), 60u + 16u * static_cast<std::size_t>(nv)) << nv;
+  }
+  EXPECT_LE(with_set_points(58, true), kMtuPayload);
+  EXPECT_GT(with_set_points(59, true), kMtuPayload);
+  EXPECT_LE(with_set_points(88, false), kMtuPayload);
+  EXPECT_GT(with_set_points(89, false), kMtuPayload);
+}
+
 TEST(Contract, UdpStateFitsOneEthernetFrameUpToTheStatedDof) {
   for (const auto& [nq, nv] : {std::pair{16, 16}, std::pair{19, 18}, std::pair{51, 50}}) {
     EXPECT_EQ(worstUdpState(nq, nv).ByteSizeLong(), udpStateBound(nq, nv)) << nq << ", " << nv;

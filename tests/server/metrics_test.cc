@@ -148,12 +148,13 @@ std::vector<SessionMetricsSample> fakeSessions() {
   s.mutable_watchdog()->set_tripped(true);
   s.mutable_watchdog()->set_armed(true);
   v1::TransportStats& udp = *s.mutable_udp();
-  udp.set_received(61);
+  udp.set_received(63);
   udp.set_accepted(40);
   udp.set_oversize(1);
   udp.set_malformed(2);
   udp.set_unknown_session(3);
   udp.set_unauthenticated(4);
+  udp.set_replayed(2);
   udp.set_stale(5);
   udp.set_duplicate(1);
   udp.set_wrong_size(1);
@@ -262,10 +263,11 @@ TEST(MetricsExporterTest, RendersEveryFamilyWithExactValuesAndLabels) {
 
   // transports: one family, outcomes summing to received
   const auto udp = with(kArm, "transport", "udp");
-  EXPECT_EQ(valueOf(samples, "hilsim_transport_received_total", udp), 61.0);
+  EXPECT_EQ(valueOf(samples, "hilsim_transport_received_total", udp), 63.0);
   const std::map<std::string, double> expected = {
       {"accepted", 40},       {"oversize", 1}, {"malformed", 2},      {"unknown_session", 3},
-      {"unauthenticated", 4}, {"stale", 5},    {"duplicate", 1},      {"wrong_size", 1},
+      {"unauthenticated", 4}, {"replayed", 2}, {"stale", 5},    {"duplicate", 1},
+      {"wrong_size", 1},
       {"non_finite", 1},      {"too_many_steps", 1}, {"inactive", 1}, {"dropped", 1}};
   double sum = 0.0;
   for (const auto& [outcome, value] : expected) {
@@ -274,8 +276,8 @@ TEST(MetricsExporterTest, RendersEveryFamilyWithExactValuesAndLabels) {
         << outcome;
     sum += value;
   }
-  EXPECT_EQ(sum, 61.0);
-  EXPECT_EQ(countOf(samples, "hilsim_transport_messages_total"), 2 * 2 * 12);
+  EXPECT_EQ(sum, 63.0);
+  EXPECT_EQ(countOf(samples, "hilsim_transport_messages_total"), 2 * 2 * 13);
   const auto grpc = with(kArm, "transport", "grpc");
   EXPECT_EQ(valueOf(samples, "hilsim_transport_messages_total", with(grpc, "outcome", "accepted")),
             11.0);

@@ -613,6 +613,39 @@ TEST_F(ServerConfigTest, SessionsAreCheckedAgainstTheLimits) {
             "");
 }
 
+TEST_F(ServerConfigTest, UdpAuthenticationAndStartupKeys) {
+  const std::string key_hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+  write("arm.key", key_hex + "\n");
+  write("short.key", key_hex.substr(2) + "\n");
+  write("bad.key", "zz" + key_hex.substr(2));
+  write("trailing.key", key_hex + " extra");
+  const std::string dir = (dir_ / "server.yaml").string();
+  EXPECT_EQ(parseServerConfig("", dir).udp_authentication, v1::UDP_AUTHENTICATION_MAC)
+      << "MAC by default";
+  EXPECT_EQ(parseServerConfig("listen: {udp: {authentication: token}}\n", dir).udp_authentication,
+            v1::UDP_AUTHENTICATION_TOKEN);
+  expectError("listen: {udp: {authentication: none}}\n", "listen.udp.authentication",
+              "allowed: mac, token");
+  const ServerConfig config =
+      parseServerConfig("sessions: [{name: a, udp_key_file: arm.key}, {name: b}]\n", dir);
+  ASSERT_EQ(config.startup_sessions.size(), 2u);
+  ASSERT_EQ(config.startup_sessions[0].udp_key.size(), 32u);
+  for (std::size_t k = 0; k < 32; ++k) {
+    EXPECT_EQ(static_cast<std::uint8_t>(config.startup_sessions[0].udp_key[k]), k);
+  }
+  EXPECT_TRUE(config.startup_sessions[1].udp_key.empty());
+  for (const char* file : {"short.key", "bad.key", "trailing.key"}) {
+    const std::string yaml = std::string("sessions: [{name: a, udp_key_file: ") + file + "}]\n";
+    expectError(yaml, "sessions[0].udp_key_file", "64 hexadecimal digits");
+    EXPECT_EQ(errorOf(yaml).find("0405060708"), std::string::npos) << "never the key's digits";
+  }
+  expectError("sessions: [{name: a, udp_key_file: missing.key}]\n", "sessions[0].udp_key_file",
+              "cannot read");
+  expectError("listen: {udp: {authentication: token}}\nsessions: [{name: a, udp_key_file: "
+              "arm.key}]\n",
+              "sessions[0].udp_key_file", "authentication is token");
+}
+
 TEST_F(ServerConfigTest, SecurityMistakesAreErrors) {
   write("a.pem", kPem);
   write("a.key", kKeyPem);

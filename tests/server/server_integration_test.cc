@@ -251,11 +251,12 @@ TEST_F(ServerTest, DrivesSaturateAndStopsPushAsTheStateAndStatisticsSay) {
   EXPECT_TRUE(quadruped.model().floating_base());
   EXPECT_EQ(quadruped.model().contacts_size(), 12);
   // docs/PROTOCOL.md: 528 bytes of q, v, tau and stamps, 391 of twelve contact spheres, 147
-  // each for tau_commanded and limit_force
-  EXPECT_EQ(quadruped.udp_state_max_bytes(), 1213u);
+  // each for tau_commanded and limit_force; 28 of the MAC frame (the server's default)
+  EXPECT_EQ(quadruped.udp_authentication(), v1::UDP_AUTHENTICATION_MAC);
+  EXPECT_EQ(quadruped.udp_state_max_bytes(), 1213u + 28u);
   // iiwa14: the 256-byte bound less a byte per array length under 128 bytes, plus 2 + 56 bytes
   // each for tau_commanded and limit_force
-  EXPECT_EQ(info.udp_state_max_bytes(), 256u - 3u + 2u * 58u);
+  EXPECT_EQ(info.udp_state_max_bytes(), 256u - 3u + 2u * 58u + 28u);
   ASSERT_TRUE(start(quadruped.session_id()).ok());
   v1::Command push;
   push.set_session_id(quadruped.session_id());
@@ -320,7 +321,10 @@ TEST_F(ServerTest, PositionAndVelocityInterfacesFollowTheirSetPoints) {
   // positions and velocities ride along with the torques: 2 × (8·7 + 2) bytes more, and the
   // command's length takes a second byte past 127
   const Model iiwa = loadModel("iiwa14");
-  EXPECT_EQ(info.udp_command_max_bytes(), udpCommandMaxBytes(iiwa) + 2 * (8 * 7 + 2) + 1);
+  const bool mac = info.udp_authentication() == v1::UDP_AUTHENTICATION_MAC;
+  EXPECT_EQ(info.udp_command_max_bytes(),
+            udpCommandMaxBytes(iiwa, {.mac = mac, .positions = true, .velocities = true}));
+  EXPECT_EQ(info.udp_command_max_bytes(), udpCommandMaxBytes(iiwa, {.mac = mac}) + 2 * (8 * 7 + 2) + 1);
   ASSERT_TRUE(start(info.session_id()).ok());
 
   v1::Command step;
@@ -417,7 +421,11 @@ TEST_F(ServerTest, ControllersReadTheSensorsAndAGroundTruthStreamTheTruth) {
   EXPECT_EQ(info.config().sensors().seed(), 9u);
   // a state carries the flag (3 bytes: fields above 15 take two-byte tags) and the IMU
   // (3 + (2 + 8·4) + 2 × (2 + 8·3) bytes)
-  EXPECT_EQ(info.udp_state_max_bytes(), udpStateMaxBytes(loadModel("quadruped")) + 3 + 89);
+  const bool mac = info.udp_authentication() == v1::UDP_AUTHENTICATION_MAC;
+  const Model quadruped = loadModel("quadruped");
+  EXPECT_EQ(info.udp_state_max_bytes(),
+            udpStateMaxBytes(quadruped, {.mac = mac, .measured = true, .imu = true}));
+  EXPECT_EQ(info.udp_state_max_bytes(), udpStateMaxBytes(quadruped, {.mac = mac}) + 3 + 89);
   ASSERT_TRUE(start(id).ok());
 
   auto watch = context(10);

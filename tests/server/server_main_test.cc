@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "client/simulation_client.h"
+#include "client/udp_controller.h"
 
 namespace {
 
@@ -138,6 +140,44 @@ TEST_F(ServerMainTest, StopsCleanlyOnSigtermAndSigint) {
     EXPECT_NE(log.find("session 1 'arm' closed: "), std::string::npos) << log;
     EXPECT_NE(log.find("hilsim-server stopped"), std::string::npos) << log;
   }
+}
+
+TEST_F(ServerMainTest, AStartupSessionTakesItsUdpKeyFromAFileThatNoLogShows) {
+  // a key file (64 hex digits), a server on every interface without TLS: the warning, no key
+  const std::string key_hex = "c0ffee00112233445566778899aabbccddeeff0123456789abcdef0011223344";
+  std::ofstream(dir_ / "arm.key") << key_hex << "\n";
+  std::string config = kConfig;
+  config.replace(config.find("address: 127.0.0.1"), 18, "address: 0.0.0.0");
+  config.replace(config.find("start: true}"), 12, "start: true, udp_key_file: arm.key}");
+  const Process p = launch(writeConfig(config));
+  ASSERT_TRUE(waitForLog(p, "start-up session 1 'arm'")) << readAll(p.log);
+  std::string log = readAll(p.log);
+  EXPECT_NE(log.find("UDP key from its udp_key_file"), std::string::npos) << log;
+  EXPECT_NE(log.find("UDP ephemeral ports (MAC)"), std::string::npos) << log;
+  EXPECT_NE(log.find("UDP keys are handed out by CreateSession over plaintext gRPC"),
+            std::string::npos)
+      << log;
+  // a controller with the file's key is answered
+  const std::size_t at = log.find("UDP port ", log.find("start-up session 1"));
+  ASSERT_NE(at, std::string::npos) << log;
+  const auto port = static_cast<std::uint16_t>(std::stoi(log.substr(at + 9)));
+  std::array<std::uint8_t, hilsim::udp::kKeyBytes> bytes{};
+  for (std::size_t k = 0; k < bytes.size(); ++k) {
+    bytes[k] = static_cast<std::uint8_t>(std::stoi(key_hex.substr(2 * k, 2), nullptr, 16));
+  }
+  hilsim::client::UdpController controller("127.0.0.1", port, 1, hilsim::udp::Key(bytes));
+  hilsim::v1::State state;
+  bool answered = false;
+  for (int attempt = 0; attempt < 20 && !answered; ++attempt) {
+    controller.sync();
+    answered = controller.receive(state, std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_EQ(controller.stats().unauthenticated, 0u);
+  ::kill(p.pid, SIGTERM);
+  EXPECT_EQ(waitExit(p), 0);
+  log = readAll(p.log);
+  EXPECT_EQ(log.find(key_hex.substr(0, 16)), std::string::npos) << "the key is never logged";
 }
 
 TEST_F(ServerMainTest, ASecondServerOnTheSamePortsDoesNotStart) {

@@ -1,7 +1,9 @@
 // UDP fast path: a session's UdpEndpoint and a UdpController on loopback. The rejection rules of
 // udp.proto (each counted once, never answered, harmless to the controller in charge), the
 // answers per mode (sync, lockstep command, step request, every realtime cycle, free running),
-// the 1 s peer timeout, per-source sequence spaces, and a PD controller closing its loop over UDP.
+// the 1 s peer timeout, per-source sequence spaces, and a PD controller closing its loop over UDP
+// — under TOKEN; then the MAC scheme: forged, truncated, reflected, replayed (from any source)
+// and re-ordered frames refused and counted, states authenticated, a restart with the same key.
 
 #include "server/udp_endpoint.h"
 
@@ -23,6 +25,7 @@
 #include "client/udp_controller.h"
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
+#include "server/conversions.h"
 #include "server/server_session.h"
 
 namespace hilsim::server {
@@ -34,6 +37,12 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kSessionId = 0x5eed'0000'0000'0042;
 constexpr ServerSession::Token kToken = {7,  1,  9,   3, 250, 4,  0,  128,
                                          77, 12, 31, 200, 5,   66, 18, 99};
+/// The MAC scheme's session key.
+udp::Key macKey(std::uint8_t first = 40) {
+  std::array<std::uint8_t, udp::kKeyBytes> bytes;
+  for (std::size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<std::uint8_t>(first + 3 * k);
+  return udp::Key(bytes);
+}
 /// Long enough for any answer on a loaded 2-core machine; only failures wait this long.
 constexpr milliseconds kWait{2000};
 /// How long a datagram that must not be answered is given to show up anyway: loopback answers
@@ -77,17 +86,36 @@ std::span<const std::uint8_t> bytes(const std::string& s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
-/// A session with its UDP endpoint on an ephemeral loopback port.
+rt::SessionConfig withDrives(rt::SessionConfig c, std::vector<rt::DriveConfig> drives) {
+  c.drives = std::move(drives);
+  return c;
+}
+
+/// `session`, given `key` first when there is one (MAC; else TOKEN).
+ServerSession& keyed(ServerSession& session, const udp::Key* key) {
+  if (key != nullptr) session.setUdpKey(*key);
+  return session;
+}
+
+/// A session with its UDP endpoint on an ephemeral loopback port; TOKEN, or MAC with `key`.
 struct Rig {
   explicit Rig(rt::SessionMode mode, std::size_t command_capacity = 64,
-               std::shared_ptr<const Model> model = pendulum())
-      : session(kSessionId, sessionConfig(mode, command_capacity, std::move(model)), v1::ModelInfo(),
-                v1::SessionConfig(), kToken),
-        endpoint(session, "127.0.0.1", 0) {
+               std::shared_ptr<const Model> model = pendulum(), const udp::Key* key = nullptr,
+               std::vector<rt::DriveConfig> drives = {})
+      : session(kSessionId,
+                withDrives(sessionConfig(mode, command_capacity, std::move(model)),
+                           std::move(drives)),
+                v1::ModelInfo(), v1::SessionConfig(), kToken),
+        endpoint(keyed(session, key), "127.0.0.1", 0) {
     session.setUdpPort(endpoint.port());
     endpoint.start();
   }
-  std::unique_ptr<UdpController> controller() {
+  /// A controller of the session's scheme; under MAC with `first_sequence` (0: the default).
+  std::unique_ptr<UdpController> controller(std::uint64_t first_sequence = 0) {
+    if (const udp::Key* key = session.udpKey()) {
+      return std::make_unique<UdpController>("127.0.0.1", endpoint.port(), kSessionId, *key,
+                                             UdpController::Options{first_sequence});
+    }
     return std::make_unique<UdpController>("127.0.0.1", endpoint.port(), kSessionId, kToken);
   }
   TransportCounters& udp() { return session.udpCounters(); }
@@ -130,7 +158,7 @@ std::uint64_t load(const std::atomic<std::uint64_t>& counter) {
 
 std::uint64_t rejected(const TransportCounters& c) {
   return load(c.oversize) + load(c.malformed) + load(c.unknown_session) +
-         load(c.unauthenticated) + load(c.stale) + load(c.duplicate) + load(c.wrong_size) +
+         load(c.unauthenticated) + load(c.replayed) + load(c.stale) + load(c.duplicate) + load(c.wrong_size) +
          load(c.non_finite) + load(c.too_many_steps) + load(c.inactive) + load(c.dropped);
 }
 
@@ -206,6 +234,26 @@ TEST(UdpEndpoint, LockstepCommandIsAnsweredOnceAfterItsStepsAndAReplayIsADuplica
   EXPECT_EQ(s.cycle(), 9u);
   EXPECT_EQ(s.command_sequence(), next);
   EXPECT_EQ(load(rig.udp().accepted), 4u);
+}
+
+// Set-points for a position drive travel in the datagram and are answered like torques; a
+// command without the positions the session's drive needs is refused as wrong_size, unanswered.
+TEST(UdpEndpoint, PositionSetPointsReachTheSessionsDrives) {
+  Rig rig(rt::SessionMode::kLockstep, 64, pendulum(), nullptr,
+          {{"hinge", rt::CommandInterface::kPosition, 200.0, 20.0, 0.0}});
+  auto ctl = rig.controller();
+  v1::State s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  // the gravity torque 9.81 sin 0.5 as feed-forward: the drive settles on its set-point
+  const std::vector<double> position = {0.5}, feed_forward = {9.81 * std::sin(0.5)};
+  const std::uint64_t seq = ctl->sendSetPoints(position, {}, feed_forward, 3000);
+  ASSERT_TRUE(ctl->receive(s, kWait));
+  EXPECT_EQ(s.command_sequence(), seq);
+  EXPECT_EQ(s.cycle(), 3000u);
+  EXPECT_NEAR(s.q(0), 0.5, 1e-9);
+  ctl->send(feed_forward, 1);  // torques alone: this session needs positions
+  EXPECT_TRUE(eventually([&] { return load(rig.udp().wrong_size) == 1; }));
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
 }
 
 // limits.max_step_cycles: a lockstep command or step request above it is counted as
@@ -313,33 +361,47 @@ TEST(UdpEndpoint, APipeliningLockstepControllerGetsEveryCommandAnsweredOrCounted
   }
 }
 
-TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {
-  Rig rig(rt::SessionMode::kLockstep);
-  auto ctl = rig.controller();    // the legitimate controller
-  auto other = rig.controller();  // another source address and port
-  v1::State s;
-  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
-
+/// The controller in charge while a test sends bad datagrams beside it: command() has one command
+/// applied and answered by the state of its cycle, with no other state in the way; check() counts
+/// one rejection under `counter`, waits for the server to count it too, then shows the controller
+/// unaffected with command().
+struct InCharge {
+  Rig& rig;
+  std::unique_ptr<UdpController>& ctl;
+  v1::State s{};
   std::uint64_t cycle = 0;
   std::uint64_t last_accepted = 1;
-  const std::vector<double> tau = {0.1};
-  // The controller in charge keeps working: each command is applied once and answered by the
-  // state of its cycle, and no other state is in the way.
-  auto command = [&] {
+  std::vector<double> tau = {0.1};
+  TransportCounters expected{};
+
+  void command() {
     const std::uint64_t seq = ctl->send(tau);
     ASSERT_TRUE(ctl->receive(s, kWait));
     EXPECT_EQ(s.command_sequence(), seq);
     EXPECT_EQ(s.cycle(), ++cycle);
     last_accepted = seq;
-  };
-  command();
-
-  TransportCounters expected;
-  auto check = [&](const char* what, std::atomic<std::uint64_t> TransportCounters::*counter) {
+  }
+  void check(const char* what, std::atomic<std::uint64_t> TransportCounters::*counter) {
     (expected.*counter).fetch_add(1);
     EXPECT_TRUE(eventually([&] { return load(rig.udp().*counter) == load(expected.*counter); }))
         << what;
     command();
+  }
+};
+
+TEST(UdpEndpoint, EveryRejectionIsCountedOnceNeverAnsweredAndHarmless) {
+  Rig rig(rt::SessionMode::kLockstep);
+  auto ctl = rig.controller();    // the legitimate controller
+  auto other = rig.controller();  // another source address and port
+  InCharge in_charge{rig, ctl};
+  v1::State& s = in_charge.s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  const std::vector<double>& tau = in_charge.tau;
+  const std::uint64_t& last_accepted = in_charge.last_accepted;
+  const std::uint64_t& cycle = in_charge.cycle;
+  in_charge.command();
+  auto check = [&](const char* what, std::atomic<std::uint64_t> TransportCounters::*counter) {
+    in_charge.check(what, counter);
   };
   auto from_other = [&](const std::string& d) { ASSERT_TRUE(other->sendRaw(bytes(d))); };
   auto from_ctl = [&](const std::string& d) { ASSERT_TRUE(ctl->sendRaw(bytes(d))); };
@@ -659,6 +721,200 @@ TEST(UdpEndpoint, PdControllerOverUdpReachesItsTarget) {
   EXPECT_NEAR(s.q(0), kTarget, 0.01);
   EXPECT_NEAR(s.v(0), 0.0, 0.05);
   EXPECT_FALSE(s.watchdog_tripped());
+}
+
+// ---------------------------------------------------------------------------------------------
+// MAC
+
+/// `payload` in a command frame under `key` (what a controller sends, or a forger tries).
+std::string commandFrame(const udp::Key& key, std::uint64_t counter, const std::string& payload,
+                         udp::Direction direction = udp::Direction::kCommand) {
+  std::vector<std::uint8_t> buffer(payload.size() + udp::kFrameOverheadBytes);
+  std::copy(payload.begin(), payload.end(), buffer.begin() + udp::kHeaderBytes);
+  udp::seal(key, direction, counter, buffer, payload.size());
+  return {buffer.begin(), buffer.end()};
+}
+
+TEST(UdpEndpointMac, ForgedTruncatedReflectedReplayedAndReorderedFramesAreRefusedAndCounted) {
+  const udp::Key key = macKey();
+  Rig rig(rt::SessionMode::kLockstep, 64, pendulum(), &key);
+  auto ctl = rig.controller();
+  ASSERT_TRUE(ctl->authenticated());
+  ASSERT_GT(ctl->nextSequence(), 1'600'000'000'000'000u) << "CLOCK_REALTIME in microseconds";
+  auto other = rig.controller(1);  // another source address and port, same key
+  InCharge in_charge{rig, ctl};
+  v1::State& s = in_charge.s;
+  ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *ctl, s));
+  const std::vector<double>& tau = in_charge.tau;
+  in_charge.command();
+  const std::vector<std::uint8_t> last(ctl->lastDatagram().begin(), ctl->lastDatagram().end());
+  const std::string captured(last.begin(), last.end());
+  const std::string payload = captured.substr(udp::kHeaderBytes,
+                                              captured.size() - udp::kFrameOverheadBytes);
+
+  auto check = [&](const char* what, std::atomic<std::uint64_t> TransportCounters::*counter) {
+    in_charge.check(what, counter);
+  };
+  auto from_ctl = [&](const std::string& d) { ASSERT_TRUE(ctl->sendRaw(bytes(d))); };
+  // frames the test sealed with the controller's key used counters up to `first` − 1: the
+  // controller goes on from there (a new socket, as a restarted process)
+  auto continue_at = [&](std::uint64_t first) {
+    ctl = std::make_unique<UdpController>("127.0.0.1", rig.endpoint.port(), kSessionId, key,
+                                          UdpController::Options{first});
+  };
+  const std::uint64_t fresh = ctl->nextSequence() + 1000;  // above anything accepted
+
+  // 2. unauthenticated
+  std::string forged = commandFrame(key, fresh, datagram(fresh, {5.0}, kSessionId, ""));
+  forged[udp::kHeaderBytes + 3] = static_cast<char>(forged[udp::kHeaderBytes + 3] ^ 1);
+  from_ctl(forged);
+  check("a payload bit flipped", &TransportCounters::unauthenticated);
+  from_ctl(commandFrame(macKey(41), fresh, datagram(fresh, {5.0}, kSessionId, "")));
+  check("another key", &TransportCounters::unauthenticated);
+  from_ctl(captured.substr(0, captured.size() - 1));
+  check("truncated", &TransportCounters::unauthenticated);
+  from_ctl(captured.substr(0, udp::kMinFrameBytes - 1));
+  check("shorter than a frame", &TransportCounters::unauthenticated);
+  from_ctl(commandFrame(key, fresh, payload, udp::Direction::kState));
+  check("a state's magic", &TransportCounters::unauthenticated);
+  from_ctl(datagram(fresh, tau));
+  check("a TOKEN datagram", &TransportCounters::unauthenticated);
+  // 3. replayed: from the same source, and from another one (the window is the key's)
+  from_ctl(captured);
+  check("replayed", &TransportCounters::replayed);
+  ASSERT_TRUE(other->sendRaw(bytes(captured)));
+  check("replayed from another source", &TransportCounters::replayed);
+  // 4. stale: re-ordered — two of the controller's frames, the newer first
+  {
+    const std::uint64_t n = ctl->nextSequence();
+    const std::string early = commandFrame(key, n, datagram(n, tau, kSessionId, ""));
+    const std::string late = commandFrame(key, n + 1, datagram(n + 1, tau, kSessionId, ""));
+    from_ctl(late);
+    ASSERT_TRUE(ctl->receive(s, kWait));
+    EXPECT_EQ(s.command_sequence(), n + 1);
+    ++in_charge.cycle;
+    from_ctl(early);
+    continue_at(n + 2);
+    check("re-ordered", &TransportCounters::stale);
+  }
+  // 5. malformed: sequence ≠ counter; 6. unknown session
+  from_ctl(commandFrame(key, fresh, datagram(fresh + 1, tau, kSessionId, "")));
+  continue_at(fresh + 1);
+  check("sequence is not the counter", &TransportCounters::malformed);
+  from_ctl(commandFrame(key, fresh + 2, datagram(fresh + 2, tau, kSessionId + 1, "")));
+  continue_at(fresh + 3);
+  check("other session", &TransportCounters::unknown_session);
+
+  const TransportCounters& got = rig.udp();
+  EXPECT_EQ(load(in_charge.expected.unauthenticated), 6u);
+  EXPECT_EQ(rejected(got), rejected(in_charge.expected)) << "each refused frame counted once";
+  EXPECT_EQ(load(got.received), load(got.accepted) + rejected(got));
+  EXPECT_EQ(rig.session.session().latestState().cycle, in_charge.cycle)
+      << "no refused frame applied";
+  EXPECT_FALSE(other->receive(s, milliseconds(0)));
+  EXPECT_FALSE(ctl->receive(s, kQuiet));
+  EXPECT_EQ(ctl->stats().unauthenticated + ctl->stats().replayed, 0u);
+}
+
+TEST(UdpEndpointMac, StatesAreFramedWithAnIncreasingCounterAndSizesIncludeTheFrame) {
+  const udp::Key key = macKey();
+  Rig rig(rt::SessionMode::kLockstep, 64, pendulum(), &key);
+  // a raw socket in the controller's place reads the server's frames as they are
+  asio::io_context io;
+  asio::ip::udp::socket raw(io, asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const asio::ip::udp::endpoint server(asio::ip::make_address("127.0.0.1"), rig.endpoint.port());
+  std::uint64_t newest = 0;
+  for (std::uint64_t k = 1; k <= 3; ++k) {
+    const std::string sync = commandFrame(key, k, datagram(k, {}, kSessionId, ""));
+    raw.send_to(asio::buffer(sync), server);
+    std::array<std::uint8_t, 2048> in{};
+    const std::size_t n = raw.receive(asio::buffer(in));
+    udp::Opened opened;
+    ASSERT_EQ(udp::open(key, udp::Direction::kState, {in.data(), n}, &opened), udp::Check::kOk);
+    EXPECT_GT(opened.counter, newest);
+    newest = opened.counter;
+    v1::UdpState state;
+    ASSERT_TRUE(state.ParseFromArray(opened.payload.data(), static_cast<int>(opened.payload.size())));
+    EXPECT_EQ(state.state().session_id(), kSessionId);
+    EXPECT_LE(n, udpStateMaxBytes(rig.session.model(), {.mac = true}));
+  }
+  v1::SessionInfo info;
+  rig.session.fillInfo(&info);
+  EXPECT_EQ(info.udp_authentication(), v1::UDP_AUTHENTICATION_MAC);
+  EXPECT_EQ(info.udp_state_max_bytes(), udpStateMaxBytes(rig.session.model()) + 28);
+  EXPECT_EQ(info.udp_command_max_bytes(), udpCommandMaxBytes(rig.session.model()) - 18 + 28);
+}
+
+TEST(UdpEndpointMac, ARestartedControllerWithTheSameKeyContinuesAboveItsLastCounter) {
+  const udp::Key key = macKey();
+  Rig rig(rt::SessionMode::kLockstep, 64, pendulum(), &key);
+  v1::State s;
+  const std::vector<double> tau = {0.0};
+  std::uint64_t last = 0;
+  {
+    auto first = rig.controller();
+    ASSERT_NO_FATAL_FAILURE(syncAndStart(rig, *first, s));
+    for (int k = 0; k < 5; ++k) {
+      last = first->send(tau);
+      ASSERT_TRUE(first->receive(s, kWait));
+    }
+  }
+  auto second = rig.controller();  // a new process would start at CLOCK_REALTIME [µs] too
+  EXPECT_GT(second->nextSequence(), last);
+  const std::uint64_t seq = second->send(tau);
+  ASSERT_TRUE(second->receive(s, kWait));
+  EXPECT_EQ(s.command_sequence(), seq);
+  EXPECT_EQ(s.cycle(), 6u);
+  // one that starts at or below the newest (an explicit first_sequence) is refused
+  auto behind = rig.controller(seq);
+  behind->send(tau);
+  EXPECT_TRUE(eventually([&] { return load(rig.udp().replayed) == 1; }));
+  EXPECT_FALSE(behind->receive(s, kQuiet));
+}
+
+TEST(UdpControllerMac, DropsForgedReflectedAndReplayedStates) {
+  const udp::Key key = macKey();
+  asio::io_context io;
+  asio::ip::udp::socket server(io,
+                               asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  UdpController ctl("127.0.0.1", server.local_endpoint().port(), kSessionId, key,
+                    UdpController::Options{10});
+  EXPECT_EQ(ctl.sync(), 10u);
+  std::array<std::uint8_t, 2048> in{};
+  asio::ip::udp::endpoint from;
+  const std::size_t n = server.receive_from(asio::buffer(in), from);
+  udp::Opened opened;
+  ASSERT_EQ(udp::open(key, udp::Direction::kCommand, {in.data(), n}, &opened), udp::Check::kOk);
+  EXPECT_EQ(opened.counter, 10u);
+  v1::UdpCommand got;
+  ASSERT_TRUE(got.ParseFromArray(opened.payload.data(), static_cast<int>(opened.payload.size())));
+  EXPECT_TRUE(got.token().empty());
+  EXPECT_EQ(got.command().sequence(), 10u);
+
+  auto state = [](std::uint64_t cycle) {
+    v1::UdpState m;
+    m.mutable_state()->set_cycle(cycle);
+    return m.SerializeAsString();
+  };
+  const std::string good = commandFrame(key, 5, state(1), udp::Direction::kState);
+  std::string forged = commandFrame(key, 6, state(2), udp::Direction::kState);
+  forged[udp::kHeaderBytes] = static_cast<char>(forged[udp::kHeaderBytes] ^ 4);
+  for (const std::string& d :
+       {forged, commandFrame(key, 7, state(3)) /* a command's magic */,
+        commandFrame(macKey(41), 8, state(4), udp::Direction::kState), state(5) /* unframed */,
+        good, good, commandFrame(key, 4, state(6), udp::Direction::kState),
+        commandFrame(key, 9, state(7), udp::Direction::kState)}) {
+    server.send_to(asio::buffer(d), from);
+  }
+  v1::State s;
+  ASSERT_TRUE(ctl.receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 1u);
+  ASSERT_TRUE(ctl.receive(s, kWait));
+  EXPECT_EQ(s.cycle(), 7u);
+  EXPECT_FALSE(ctl.receive(s, milliseconds(20)));
+  EXPECT_EQ(ctl.stats().unauthenticated, 4u);
+  EXPECT_EQ(ctl.stats().replayed, 2u);
+  EXPECT_EQ(ctl.stats().received, 2u);
 }
 
 TEST(UdpController, RejectsATokenThatIsNot16Bytes) {

@@ -62,8 +62,7 @@ def main() -> int:
               f"UDP port {created.udp_port}")
         host = client.target.rsplit(":", 1)[0]
         try:
-            with hilsim.UdpController(host, created.udp_port, created.session_id,
-                                      created.udp_token) as udp:
+            with hilsim.UdpController.for_session(host, created) as udp:
                 state = None
                 while state is None:  # the first sync makes this socket the session's peer
                     udp.sync()

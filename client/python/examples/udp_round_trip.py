@@ -30,8 +30,7 @@ def main() -> int:
                                         name="py-round-trip", idle_timeout_s=10.0, start=True)
         try:
             host = client.target.rsplit(":", 1)[0]
-            with hilsim.UdpController(host, created.udp_port, created.session_id,
-                                      created.udp_token) as udp:
+            with hilsim.UdpController.for_session(host, created) as udp:
                 state = None
                 while state is None:
                     udp.sync()

@@ -112,13 +112,19 @@ class State:
 
 @dataclasses.dataclass
 class CreatedSession:
-    """What CreateSession answers: the id, the UDP port and the 16-byte UDP token (shown only
-    here), and the full SessionInfo."""
+    """What CreateSession answers: the id, the UDP port and the UDP credentials (shown only here:
+    the 32-byte key on a server that speaks MAC, the default, else the 16-byte token), and the
+    full SessionInfo. hilsim.UdpController.for_session takes it."""
 
     session_id: int
     udp_port: int
     udp_token: bytes
     info: session_pb2.SessionInfo
+    udp_key: bytes = b""
+
+    def __repr__(self) -> str:  # never the secrets
+        return (f"CreatedSession(session_id={self.session_id}, udp_port={self.udp_port}, "
+                f"udp_authentication={session_pb2.UdpAuthentication.Name(self.info.udp_authentication)})")
 
 
 def _finite(values: Sequence[float] | np.ndarray, name: str = "tau") -> list[float]:
@@ -378,7 +384,8 @@ class SimulationClient:
                 except RpcError:
                     pass  # the start's error is the one to report
                 raise
-        return CreatedSession(session_id, response.session.udp_port, response.udp_token, info)
+        return CreatedSession(session_id, response.session.udp_port, response.udp_token, info,
+                              response.udp_key)
 
     def _session(self, name: str, session_id: int):
         return self._call(name, service_pb2.SessionRequest(session_id=session_id))

@@ -12,22 +12,32 @@ import pytest
 CONFIG = """listen:
   address: 127.0.0.1
   grpc_port: 0
-  udp: {enabled: true, ports: [0, 0]}
-  metrics: {enabled: false}
-  viewer: {enabled: false}
+  udp: {{enabled: true, ports: [0, 0], authentication: {authentication}}}
+  metrics: {{enabled: false}}
+  viewer: {{enabled: false}}
 session_defaults:
-  thread: {lock_memory: false}
+  thread: {{lock_memory: false}}
 """
 
 
 @pytest.fixture(scope="session")
 def server():
-    """The server's gRPC target, "127.0.0.1:<port>"."""
+    """The server's gRPC target, "127.0.0.1:<port>"; its UDP ports speak MAC (the default)."""
+    yield from _serve("mac")
+
+
+@pytest.fixture(scope="session")
+def token_server():
+    """A server whose UDP ports speak TOKEN (listen.udp.authentication: token)."""
+    yield from _serve("token")
+
+
+def _serve(authentication):
     executable = os.environ["HILSIM_SERVER_EXE"]
     with tempfile.TemporaryDirectory() as directory:
         config = os.path.join(directory, "server.yaml")
         with open(config, "w") as f:
-            f.write(CONFIG)
+            f.write(CONFIG.format(authentication=authentication))
         log_path = os.path.join(directory, "server.log")
         with open(log_path, "w") as log:
             process = subprocess.Popen([executable, "--config", config], stdout=log,

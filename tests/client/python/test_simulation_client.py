@@ -24,7 +24,9 @@ def test_models_and_a_lockstep_session(client):
     assert "pendulum" in models
     created = client.create_session("iiwa14", mode="lockstep", name="py", start=True)
     assert created.info.name == "py"
-    assert len(created.udp_token) == 16
+    assert len(created.udp_key) == 32  # MAC, the server's default
+    assert created.udp_token == b""
+    assert "udp_key" not in repr(created)
     state = client.step(created.session_id, np.zeros(7), steps=10)
     assert isinstance(state.q, np.ndarray) and state.q.shape == (7,)
     assert state.v.shape == (7,) and state.tau.shape == (7,)
