@@ -97,7 +97,6 @@ double GaussianNoise::next() {
 SensorModels::SensorModels(const Model& model, const SensorsConfig& config, double cycle_time)
     : model_(model),
       config_(config),
-      imu_(config.imu),
       cycle_time_(cycle_time),
       q_index_(static_cast<std::size_t>(model.nv), -1),
       resolution_(Eigen::VectorXd::Zero(model.nv)),
@@ -157,9 +156,8 @@ SensorModels::SensorModels(const Model& model, const SensorsConfig& config, doub
     throw std::invalid_argument("sensors.delay_cycles " + std::to_string(config.delay_cycles) +
                                 " is outside 0 … " + std::to_string(kMaxSensorDelayCycles));
   }
-  delay_cycles_ = config.delay_cycles;
   ideal_ = !config.any();
-  line_.resize(static_cast<std::size_t>(delay_cycles_) + 1);
+  line_.resize(static_cast<std::size_t>(config.delay_cycles) + 1);
 }
 
 const SensorReadings& SensorModels::read(const double* q, const double* v, const double* tau,
@@ -181,14 +179,14 @@ const SensorReadings& SensorModels::read(const double* q, const double* v, const
   for (int k = 0; k < 3 * contacts; ++k) {
     r.contact_force[k] = contact_force[k] + gaussian(config_.contact_force_noise);
   }
-  if (imu_.enabled) {
+  if (config_.imu.enabled) {
     // the free joint: q = (p, quaternion w x y z) in J, v = (ṗ in J, ω in B); J is fixed in W
     const int qi = model_.idx_q[1], vi = model_.idx_v[1];
     const Eigen::Quaterniond joint_frame(model_.joint_placement[1].rotation);
     const Eigen::Quaterniond base =
         joint_frame * Eigen::Quaterniond(q[qi + 3], q[qi + 4], q[qi + 5], q[qi + 6]).normalized();
-    Eigen::Vector3d tilt(gaussian(imu_.orientation_noise), gaussian(imu_.orientation_noise),
-                         gaussian(imu_.orientation_noise));
+    Eigen::Vector3d tilt(gaussian(config_.imu.orientation_noise), gaussian(config_.imu.orientation_noise),
+                         gaussian(config_.imu.orientation_noise));
     Eigen::Quaterniond sensed = base;
     if (const double angle = tilt.norm(); angle > 0.0) {
       sensed = base * Eigen::Quaterniond(Eigen::AngleAxisd(angle, tilt / angle));
@@ -201,19 +199,19 @@ const SensorReadings& SensorModels::read(const double* q, const double* v, const
                     : Eigen::Vector3d((velocity - previous_base_velocity_) / cycle_time_);
     previous_base_velocity_ = velocity;
     const Eigen::Vector3d specific_force =
-        base.conjugate() * (acceleration - model_.gravity) + imu_.linear_acceleration_bias;
+        base.conjugate() * (acceleration - model_.gravity) + config_.imu.linear_acceleration_bias;
     const Eigen::Vector3d rate = Eigen::Vector3d(v[vi + 3], v[vi + 4], v[vi + 5]) +
-                                 imu_.angular_velocity_bias;
+                                 config_.imu.angular_velocity_bias;
     for (int k = 0; k < 3; ++k) {
-      r.imu_angular_velocity[k] = rate[k] + gaussian(imu_.angular_velocity_noise);
+      r.imu_angular_velocity[k] = rate[k] + gaussian(config_.imu.angular_velocity_noise);
       r.imu_linear_acceleration[k] =
-          specific_force[k] + gaussian(imu_.linear_acceleration_noise);
+          specific_force[k] + gaussian(config_.imu.linear_acceleration_noise);
     }
   }
   ++reads_;
   // right after a reset the line holds fewer readings than the delay: the oldest one
   const std::size_t back =
-      static_cast<std::size_t>(std::min<std::uint64_t>(reads_ - 1, delay_cycles_));
+      static_cast<std::size_t>(std::min<std::uint64_t>(reads_ - 1, config_.delay_cycles));
   return line_[(head_ + line_.size() - back) % line_.size()];
 }
 

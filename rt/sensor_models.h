@@ -98,8 +98,8 @@ class SensorModels {
 
   /// No sensor is modelled: the readings would be the truth.
   bool ideal() const { return ideal_; }
-  bool hasImu() const { return imu_.enabled; }
-  int delayCycles() const { return delay_cycles_; }
+  bool hasImu() const { return config_.imu.enabled; }
+  int delayCycles() const { return config_.delay_cycles; }
 
   /// One control cycle: reads the truth (q: nq, v and tau: nv, contact_force: 3 per sphere) and
   /// returns the readings of `delay_cycles` cycles ago (the oldest there is, right after a reset).
@@ -114,10 +114,8 @@ class SensorModels {
 
   const Model& model_;
   SensorsConfig config_;
-  ImuConfig imu_;
   double cycle_time_;
   bool ideal_ = true;
-  int delay_cycles_ = 0;
   // per DoF
   std::vector<int> q_index_;  // its coordinate, −1 unless a 1-DoF joint's
   Eigen::VectorXd resolution_, position_noise_, position_bias_, velocity_noise_, velocity_bias_,

@@ -49,6 +49,24 @@ class LatencyTest : public ::testing::Test {
   std::unique_ptr<server::Server> server_;
 };
 
+/// A CLI run that must fail: its arguments, exit code and a part of its one-line message.
+struct ErrorCase {
+  std::vector<std::string> args;
+  int code;
+  std::string message;
+};
+
+/// Each case exits with its code and prints one line holding its message.
+void expectOneLineErrors(const std::vector<ErrorCase>& cases) {
+  for (const ErrorCase& c : cases) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run(c.args, out, err), c.code) << err.str();
+    const std::string message = err.str();
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  }
+}
+
 /// The text report, to show with a failure.
 std::string text(const client::LatencyReport& r) {
   std::ostringstream out;
@@ -252,12 +270,7 @@ TEST_F(LatencyTest, ASessionFromAModelFileIsAddressedByItsName) {
     out << "<robot name=\"x\">\n<link name=\"a\"/>\n<joint name=\"j\" type=\"fixed\">\n"
            "<parent link=\"a\"/><child link=\"b\"/></joint></robot>\n";
   }
-  struct Case {
-    std::vector<std::string> args;
-    int code;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ErrorCase> cases = {
       {{"session", "create", "--server", target, "--model", "pendulum", "--name", "arm"},
        kExitFailure, "ALREADY_EXISTS: config.name: session"},
       {{"session", "create", "--server", target, "--model", "./no/such.urdf"}, kExitFailure,
@@ -269,13 +282,7 @@ TEST_F(LatencyTest, ASessionFromAModelFileIsAddressedByItsName) {
       {{"session", "step", "arm", "2", "--tau", "1,2", "--server", target}, kExitUsage,
        "--tau: expected 6"},
   };
-  for (const Case& c : cases) {
-    std::ostringstream out, case_err;
-    EXPECT_EQ(run(c.args, out, case_err), c.code) << case_err.str();
-    const std::string message = case_err.str();
-    EXPECT_NE(message.find(c.message), std::string::npos) << message;
-    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
-  }
+  expectOneLineErrors(cases);
   fs::remove(bad);
   std::ostringstream closed;
   ASSERT_EQ(run({"session", "close", "arm", "--server", target}, closed, err), 0) << err.str();
@@ -304,12 +311,7 @@ TEST_F(LatencyTest, SessionCreateTakesDrivesAndStepTakesSetPoints) {
   ASSERT_EQ(run({"session", "get", "pd", "--server", target, "--json"}, info, err), 0);
   EXPECT_NE(info.str().find("COMMAND_INTERFACE_POSITION"), std::string::npos) << info.str();
 
-  struct Case {
-    std::vector<std::string> args;
-    int code;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ErrorCase> cases = {
       {{"session", "create", "--server", target, "--model", "pendulum", "--drive", "hinge"},
        kExitUsage, "--drive 'hinge': no JOINT="},
       {{"session", "create", "--server", target, "--model", "pendulum", "--drive",
@@ -327,13 +329,7 @@ TEST_F(LatencyTest, SessionCreateTakesDrivesAndStepTakesSetPoints) {
       {{"session", "step", "pd", "2", "--server", target}, kExitFailure,
        "carries nv positions"},
   };
-  for (const Case& c : cases) {
-    std::ostringstream out, case_err;
-    EXPECT_EQ(run(c.args, out, case_err), c.code) << case_err.str();
-    const std::string message = case_err.str();
-    EXPECT_NE(message.find(c.message), std::string::npos) << message;
-    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
-  }
+  expectOneLineErrors(cases);
   std::ostringstream closed;
   ASSERT_EQ(run({"session", "close", "pd", "--server", target}, closed, err), 0) << err.str();
 }
