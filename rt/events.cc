@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "rt/fault_injection.h"
 #include "rt/watchdog.h"
 
 namespace hilsim::rt {
@@ -51,7 +52,8 @@ std::string describeFault(const FaultInfo& f, const Model* model) {
 }
 
 std::string describeEvent(const Event& e, const std::string& source,
-                          const std::vector<std::string>& closure_names) {
+                          const std::vector<std::string>& closure_names,
+                          const std::vector<std::string>& joint_names) {
   const std::string head =
       format("%s cycle %llu: ", source.c_str(), static_cast<unsigned long long>(e.cycle));
   switch (e.kind) {
@@ -83,6 +85,23 @@ std::string describeEvent(const Event& e, const std::string& source,
       }
       return head + "fault: " + describeFault(f);
     }
+    case EventKind::kInjectedFaultStarted:
+    case EventKind::kInjectedFaultEnded: {
+      const auto body = static_cast<long long>(e.x);
+      std::string joint;
+      if (body == 0) {
+        joint = " on every joint";
+      } else if (body > 0 && body < static_cast<long long>(joint_names.size())) {
+        joint = " on joint '" + joint_names[static_cast<std::size_t>(body)] + "'";
+      } else if (body > 0) {
+        joint = format(" on the joint of body %lld", body);
+      }
+      return head + format("injected fault %lld (%s%s) %s at t = %.6f s",
+                           static_cast<long long>(e.extra),
+                           faultTypeName(static_cast<FaultType>(e.value)), joint.c_str(),
+                           e.kind == EventKind::kInjectedFaultStarted ? "begins" : "ends",
+                           e.sim_time);
+    }
   }
   return head + "unknown event";
 }
@@ -104,9 +123,11 @@ EventLogger::~EventLogger() {
 }
 
 void EventLogger::attach(std::shared_ptr<EventQueue> queue, std::string source,
-                         std::vector<std::string> closure_names) {
+                         std::vector<std::string> closure_names,
+                         std::vector<std::string> joint_names) {
   std::lock_guard lock(mutex_);
-  sources_.push_back(Source{std::move(queue), std::move(source), std::move(closure_names)});
+  sources_.push_back(Source{std::move(queue), std::move(source), std::move(closure_names),
+                            std::move(joint_names)});
 }
 
 void EventLogger::detach(const EventQueue* queue) {
@@ -136,9 +157,10 @@ std::size_t EventLogger::drainLocked() {
         logDeadlineMiss(source, event, now);
         continue;
       }
-      const std::string line = describeEvent(event, source.name, source.closure_names);
+      const std::string line = describeEvent(event, source.name, source.closure_names, source.joint_names);
       const bool serious =
-          event.kind == EventKind::kFault || event.kind == EventKind::kWatchdogTripped;
+          event.kind == EventKind::kFault || event.kind == EventKind::kWatchdogTripped ||
+          event.kind == EventKind::kInjectedFaultStarted;
       if (serious) spdlog::warn("{}", line);
       else spdlog::info("{}", line);
     }

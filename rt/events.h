@@ -23,6 +23,9 @@ enum class EventKind : std::uint8_t {
   kWatchdogTripped,  ///< value: consecutive missed cycles, extra: policy
   kWatchdogCleared,  ///< a fresh command after a trip; value: cycles it lasted
   kFault,            ///< value: FaultKind, extra: index (joint or command), x: offending value
+  kInjectedFaultStarted,  ///< value: FaultType (rt/fault_injection.h), extra: its id, x: its
+                          ///< joint's body (0: every joint, −1: none)
+  kInjectedFaultEnded,    ///< as kInjectedFaultStarted
 };
 
 /// Why a session faulted. Filled on the RT thread as plain numbers; described off it.
@@ -75,9 +78,11 @@ class EventQueue {
 };
 
 /// One line of text for an event of the named source; `closure_names` (the source's model's loops,
-/// in order) name the closure of a constraint failure. Not for the RT thread.
+/// in order) name the closure of a constraint failure, `joint_names` (its Model::joint_names) the
+/// joint of an injected fault. Not for the RT thread.
 std::string describeEvent(const Event& event, const std::string& source,
-                          const std::vector<std::string>& closure_names = {});
+                          const std::vector<std::string>& closure_names = {},
+                          const std::vector<std::string>& joint_names = {});
 
 /// Drains registered event queues on its own thread every `poll_interval` and logs each event
 /// through spdlog (faults and trips as warnings, the rest as info). Deadline misses are logged
@@ -96,9 +101,11 @@ class EventLogger {
   EventLogger& operator=(const EventLogger&) = delete;
 
   /// Starts draining `queue`, naming its events `source` (e.g. "session 3") and the closures of
-  /// its constraint failures by `closure_names` (its model's loops, in order).
+  /// its constraint failures by `closure_names` (its model's loops, in order) and the joints of
+  /// its injected faults by `joint_names` (its Model::joint_names).
   void attach(std::shared_ptr<EventQueue> queue, std::string source,
-              std::vector<std::string> closure_names = {});
+              std::vector<std::string> closure_names = {},
+              std::vector<std::string> joint_names = {});
   /// Drains `queue` a last time and forgets it.
   void detach(const EventQueue* queue);
   /// Drains every queue now, on the calling thread. Returns the number of events logged.
@@ -112,6 +119,7 @@ class EventLogger {
     std::shared_ptr<EventQueue> queue;
     std::string name;
     std::vector<std::string> closure_names;
+    std::vector<std::string> joint_names;
     // deadline misses since the last line about them
     Nanoseconds last_miss_line = 0;  // when that line was logged (0: never)
     std::uint64_t reports = 0, misses = 0;

@@ -24,15 +24,23 @@ const char* commandInterfaceName(CommandInterface interface) {
   return "?";
 }
 
-namespace {
-
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-// The joints whose coordinates integrate their velocities one for one (nq = nv, q̇ = v).
 bool takesSetPoints(JointType type) {
   return type == JointType::kRevolute || type == JointType::kPrismatic ||
          type == JointType::kPlanar;
 }
+
+Eigen::VectorXd smallestInertias(const Model& model, const Eigen::VectorXd& q) {
+  Data data(model, DataWorkspace::kJointSpaceInertia);
+  const Eigen::MatrixXd& mass =
+      model.has_flexible_bodies ? flexibleCrba(model, data, q) : crba(model, data, q);
+  const Eigen::LLT<Eigen::MatrixXd> factor(mass);
+  if (factor.info() != Eigen::Success) return {};
+  return factor.solve(Eigen::MatrixXd::Identity(model.nv, model.nv)).diagonal().cwiseInverse();
+}
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 std::string describeGains(const DriveConfig& d) {
   std::ostringstream s;
@@ -147,17 +155,8 @@ std::string JointDrives::stabilityProblem(const Eigen::VectorXd& q) const {
   // e' = e + dt·v + dt²/2·u, v' = v + dt·u, u = −(kp e + kd v)/I. With a = kp dt²/I, b = kd dt/I
   // its characteristic polynomial is λ² − (2 − a/2 − b) λ + (1 − b + a/2); Jury's conditions
   // give a/2 < b < 2, i.e. kp·dt/2 < kd and kd·dt < 2 I (a velocity loop: a = 0).
-  Eigen::VectorXd inverse_diagonal;
-  {
-    Data data(model_, DataWorkspace::kJointSpaceInertia);
-    const Eigen::MatrixXd& mass =
-        model_.has_flexible_bodies ? flexibleCrba(model_, data, q) : crba(model_, data, q);
-    const Eigen::LLT<Eigen::MatrixXd> factor(mass);
-    // a massless body's DoF has no inertia to bound: only the first condition applies then
-    if (factor.info() == Eigen::Success) {
-      inverse_diagonal = factor.solve(Eigen::MatrixXd::Identity(model_.nv, model_.nv)).diagonal();
-    }
-  }
+  // a massless body's DoF has no inertia to bound: only the first condition applies then
+  const Eigen::VectorXd inertias = smallestInertias(model_, q);
   for (int dof = 0; dof < model_.nv; ++dof) {
     const CommandInterface interface = interface_[static_cast<std::size_t>(dof)];
     if (interface == CommandInterface::kEffort) continue;
@@ -169,8 +168,8 @@ std::string JointDrives::stabilityProblem(const Eigen::VectorXd& q) const {
           << " s (a sampled PD loop needs kd > kp·dt/2 = " << kp_[dof] * dt_ / 2.0 << ")";
       return why.str();
     }
-    if (inverse_diagonal.size() == model_.nv && inverse_diagonal[dof] > 0.0) {
-      const double inertia = 1.0 / inverse_diagonal[dof];
+    if (inertias.size() == model_.nv && std::isfinite(inertias[dof])) {
+      const double inertia = inertias[dof];
       if (!(kd_[dof] * dt_ < 2.0 * inertia)) {
         why << "joint '" << joint << "' (DoF " << dof << "): " << commandInterfaceName(interface)
             << " loop kd = " << kd_[dof] << " is unstable at dt = " << dt_

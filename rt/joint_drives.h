@@ -33,6 +33,14 @@ enum class CommandInterface : std::uint8_t {
 /// "effort", "position", "velocity".
 const char* commandInterfaceName(CommandInterface interface);
 
+/// Joints whose coordinates integrate their velocities one for one (nq = nv, q̇ = v): revolute,
+/// prismatic, planar. Only they take position and velocity set-points (and brakes: rt/fault_injection.h).
+bool takesSetPoints(JointType type);
+
+/// Per DoF, the smallest inertia it can meet at q: 1 / (M⁻¹)_kk, its inertia with every other DoF
+/// free [kg·m² or kg]; empty when M(q) is singular (a massless body's DoF has none of its own).
+Eigen::VectorXd smallestInertias(const Model& model, const Eigen::VectorXd& q);
+
 /// One entry of SessionConfig::drives: the interface and gains of a joint's DoFs.
 struct DriveConfig {
   /// A joint's name (Model::joint_names), or "*" for every joint no other entry names.

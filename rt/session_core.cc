@@ -79,6 +79,15 @@ ActuatorModels makeActuators(const SessionConfig& c) {
   }
 }
 
+FaultInjector makeFaults(const SessionConfig& c, const Eigen::VectorXd& q0) {
+  try {
+    return FaultInjector(*c.model, c.faults, 1.0 / c.control_rate,
+                         1.0 / (c.control_rate * c.substeps), q0);
+  } catch (const std::invalid_argument& e) {
+    throw SessionError(std::string("session config: ") + e.what());
+  }
+}
+
 // The drives of a validated configuration, checked for stability at the physics step from q0.
 JointDrives makeDrives(const SessionConfig& c, const Eigen::VectorXd& q0) {
   const double dt = 1.0 / (c.control_rate * c.substeps);
@@ -110,6 +119,7 @@ SessionCore::SessionCore(SessionConfig config, EventLogger* events)
       actuators_(makeActuators(config_)),
       delivered_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       sensors_(makeSensors(config_)),
+      faults_(makeFaults(config_, q0_)),
       held_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       applied_tau_(Eigen::VectorXd::Zero(config_.model->nv)),
       row_stage_(dynamic_cast<const ConstraintRowStage*>(simulator_.constraints())),
@@ -125,7 +135,7 @@ SessionCore::SessionCore(SessionConfig config, EventLogger* events)
   if (logger_) {
     std::vector<std::string> closures;
     for (const LoopClosure& loop : config_.model->loops) closures.push_back(loop.name);
-    logger_->attach(events_, config_.name, std::move(closures));
+    logger_->attach(events_, config_.name, std::move(closures), config_.model->joint_names);
   }
 }
 
@@ -281,6 +291,8 @@ void SessionCore::restoreInitialState(const Eigen::VectorXd& q, const Eigen::Vec
   drives_.resetIntegrals();
   actuators_.reset();
   sensors_.reset();
+  faults_.reset();
+  withhold_ = false;
   fault_ = FaultInfo{};
   sim_time_.store(0.0);
   running_wall_.store(0);
@@ -311,6 +323,19 @@ bool SessionCore::pushCommand(const Command& command) {
   commands_received_.fetch_add(1, std::memory_order_relaxed);
   if (config_.mode == SessionMode::kLockstep) wakeRunner();
   return true;
+}
+
+std::uint32_t SessionCore::injectFault(const FaultSpec& spec) {
+  ResolvedFault fault;
+  try {
+    fault = faults_.resolve(spec, std::string("fault (") + faultTypeName(spec.type) + ")");
+  } catch (const std::invalid_argument& e) {
+    throw SessionError(e.what());
+  }
+  const std::uint32_t id = faults_.inject(fault);
+  if (id == 0) throw SessionError("fault: too many requests waiting for the next cycle");
+  if (config_.mode == SessionMode::kLockstep) wakeRunner();
+  return id;
 }
 
 void SessionCore::requestSteps(std::uint64_t n) {
@@ -378,6 +403,7 @@ SessionStats SessionCore::stats() const {
     s.fault = describeFault(fault_, config_.model.get());
     s.fault_info = fault_;
   }
+  s.faults = faults_.stats();
   s.cycle_cost = cycleCost();
   s.load = load();
   s.worker = worker_index_.load(std::memory_order_relaxed);
@@ -394,6 +420,12 @@ bool SessionCore::takeNewestCommand(Command& out) {
 
 bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog) {
   const Model& model = *config_.model;
+  faults_.beginCycle(static_cast<std::int64_t>(cycle_), simulator_.q());
+  for (int k = 0; k < faults_.transitionCount(); ++k) {
+    const FaultTransition& t = faults_.transitions()[static_cast<std::size_t>(k)];
+    emit(t.started ? EventKind::kInjectedFaultStarted : EventKind::kInjectedFaultEnded,
+         static_cast<std::int64_t>(t.fault.type), t.fault.id, t.fault.body);
+  }
   if (fresh != nullptr) {
     for (int k = 0; k < model.nv; ++k) {
       for (const double x : {fresh->tau[k], fresh->position[k], fresh->velocity[k]}) {
@@ -409,15 +441,27 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
         return false;
       }
     }
-    current_ = *fresh;
-    held_tau_ = Eigen::Map<const Eigen::VectorXd>(fresh->tau.data(), model.nv);
-    held_wrench_ = Eigen::Map<const Vector6>(fresh->base_wrench.data());
+  }
+  // an injected fault may lose the command, or hand over one that arrived cycles ago
+  const Command* taken = faults_.idle() ? fresh : faults_.filterCommand(fresh, static_cast<std::int64_t>(cycle_));
+  if (taken != nullptr) {
+    current_ = *taken;
+    held_tau_ = Eigen::Map<const Eigen::VectorXd>(taken->tau.data(), model.nv);
+    held_wrench_ = Eigen::Map<const Vector6>(taken->base_wrench.data());
     commands_applied_.fetch_add(1, std::memory_order_relaxed);
   }
+  if (fresh != nullptr && taken != fresh && config_.mode == SessionMode::kLockstep) {
+    // lockstep keeps its protocol: the command's cycles run and its answer echoes it, only its
+    // set-points were lost or are late
+    current_.sequence = fresh->sequence;
+    current_.client_send_time = fresh->client_send_time;
+    current_.receive_time = fresh->receive_time;
+    current_.steps = fresh->steps;
+  }
 
-  WatchdogAction action = fresh ? WatchdogAction::kApplyCommand : WatchdogAction::kHoldLast;
+  WatchdogAction action = taken ? WatchdogAction::kApplyCommand : WatchdogAction::kHoldLast;
   if (use_watchdog) {
-    action = watchdog_.onCycle(fresh != nullptr, now);
+    action = watchdog_.onCycle(taken != nullptr, now);
     if (watchdog_.tripped() && !watchdog_was_tripped_) {
       emit(EventKind::kWatchdogTripped, watchdog_.consecutiveMissed(),
            static_cast<std::int64_t>(config_.watchdog.policy));
@@ -466,12 +510,17 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
                                  current_.velocity.data()};
   for (int s = 0; s < config_.substeps; ++s) {
     if (drive) drives_.compute(simulator_.q(), simulator_.v(), reference, applied_tau_);
-    if (actuators_.ideal()) {
-      simulator_.step(applied_tau_);
-    } else {
+    const Eigen::VectorXd* joint_tau = &applied_tau_;
+    if (!actuators_.ideal()) {
       actuators_.apply(simulator_.q(), applied_tau_, delivered_tau_);
-      simulator_.step(delivered_tau_);
+      joint_tau = &delivered_tau_;
     }
+    if (faults_.actsOnJoints()) {  // a brake, a dead or a weakened drive, past the actuator
+      if (joint_tau != &delivered_tau_) delivered_tau_ = applied_tau_;
+      faults_.applyToJoints(simulator_.q(), simulator_.v(), delivered_tau_);
+      joint_tau = &delivered_tau_;
+    }
+    simulator_.step(*joint_tau);
   }
   const Nanoseconds step_end = monotonicNow();
   ++cycle_;
@@ -502,6 +551,7 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
       return false;
     }
   }
+  withhold_ = !faults_.idle() && faults_.withholdState();
   publish();
   const Nanoseconds step_time = step_end - step_start;
   step_time_.record(step_time);
@@ -556,6 +606,12 @@ void SessionCore::publish() {
     out.sensors = sensors_.read(out.q.data(), out.v.data(), out.tau.data(),
                                 out.contact_force.data(), out.ncontacts);
   }
+  if (faults_.actsOnReadings()) {
+    faults_.applyToReadings(out.sensors, out.measured, out.q.data(), out.v.data(),
+                            out.tau.data(), out.contact_force.data(), out.ncontacts);
+  }
+  out.withheld = withhold_;
+  out.faults = faults_.active();
   out.publish_time = monotonicNow();
   state_out_.publish();
   sim_time_.store(out.time, std::memory_order_relaxed);

@@ -22,8 +22,10 @@
 #include "rt/actuator_models.h"
 #include "rt/capacity.h"
 #include "rt/clock.h"
+#include "rt/command.h"
 #include "rt/deadline_monitor.h"
 #include "rt/events.h"
+#include "rt/fault_injection.h"
 #include "rt/histogram.h"
 #include "rt/joint_drives.h"
 #include "rt/periodic_loop.h"
@@ -37,24 +39,6 @@
 
 namespace hilsim::rt {
 
-
-/// Set-points for one or more control periods, from a controller: the torques of effort DoFs and
-/// the feed-forward of the others, the positions and velocities of position and velocity DoFs
-/// (SessionConfig::drives; the entries of DoFs with another interface are not read).
-struct Command {
-  std::uint64_t sequence = 0;        ///< the controller's sequence number, echoed in the state
-  Nanoseconds client_send_time = 0;  ///< the controller's clock [ns], echoed in the state
-  Nanoseconds receive_time = 0;      ///< CLOCK_MONOTONIC at receipt; set by push if 0
-  std::uint32_t steps = 1;           ///< lockstep: control periods to advance with this τ
-  std::int32_t nv = 0;               ///< number of torques; must equal the model's nv
-  std::array<double, kMaxCoordinates> tau{};  ///< generalized forces [N·m or N], v order
-  std::array<double, kMaxCoordinates> position{};  ///< q_ref per DoF [rad or m], v order
-  std::array<double, kMaxCoordinates> velocity{};  ///< v_ref per DoF [rad/s or m/s], v order
-  /// A push on the floating base while the command applies (Simulator::setBaseWrench): force in
-  /// W [N] at the base's origin, then torque in W [N·m]. All zero: none; only a model with a
-  /// floating base takes a non-zero one.
-  std::array<double, 6> base_wrench{};
-};
 
 /// The constraint solve of a cycle, for statistics: its last evaluation's projected Gauss–Seidel
 /// (docs/CONTACT.md, "Solver").
@@ -106,6 +90,11 @@ struct StateSnapshot {
   /// contact_force; those stay the truth.
   bool measured = false;
   SensorReadings sensors;
+  /// An injected fault (drop_states, stall) keeps this state from the controller: the UDP and
+  /// Control transports do not send it; ground-truth readers and the viewer still see it.
+  bool withheld = false;
+  /// The injected faults acting in this cycle (SessionConfig::faults, SessionCore::injectFault).
+  ActiveFaults faults;
 };
 
 struct SessionConfig {
@@ -129,6 +118,9 @@ struct SessionConfig {
   /// resolution, noise, bias and delay (rt/sensor_models.h); nothing set: controllers read the
   /// truth.
   SensorsConfig sensors;
+  /// Faults at set times, the drops' seed, the room of the delay lines (rt/fault_injection.h);
+  /// more can be injected while the session runs (SessionCore::injectFault).
+  FaultsConfig faults;
   WatchdogConfig watchdog;
   OverrunPolicy overrun = OverrunPolicy::kSkip;
   int max_catch_up = 10;
@@ -178,6 +170,7 @@ struct SessionStats {
   bool watchdog_tripped = false;  ///< the watchdog policy decides τ now
   std::string fault;  ///< why the session faulted ("" unless faulted)
   FaultInfo fault_info;  ///< the fault's details (kind kNone unless faulted)
+  FaultStats faults;  ///< what the injected faults did since start or reset
   Nanoseconds cycle_cost = 0;  ///< a control cycle's cost, smoothed over ~100 cycles [ns]
   double load = 0.0;           ///< REALTIME: cycle_cost / period, the share of a core it takes
   int worker = -1;             ///< the shared worker that runs it (−1: a dedicated thread)
@@ -206,6 +199,14 @@ class SessionCore {
   bool pushCommand(const Command& command);
   /// Lockstep: advance `n` control cycles with the torques last applied.
   void requestSteps(std::uint64_t n);
+
+  /// Injects a fault (non-RT side): it takes effect at the next control cycle run, or at
+  /// spec.start when that is later. Returns its id; throws SessionError naming what is wrong
+  /// with the spec, or when the request channel is full.
+  std::uint32_t injectFault(const FaultSpec& spec);
+  /// Ends fault `id` (0: every fault, scheduled ones included) at the next control cycle run.
+  /// False when the request channel is full.
+  bool clearFaults(std::uint32_t id = 0) { return faults_.clear(id); }
 
   /// Copies the newest published state (readers are serialized by a mutex).
   StateSnapshot latestState();
@@ -283,6 +284,8 @@ class SessionCore {
   ActuatorModels actuators_;        // RT: from the drives' torques to the joints', every step
   Eigen::VectorXd delivered_tau_;   // RT: the actuators' output of the step
   SensorModels sensors_;            // RT: the readings published with every state
+  FaultInjector faults_;            // RT: the injected faults; its request channel: any thread
+  bool withhold_ = false;           // RT: this cycle's state is withheld from the controller
   Eigen::VectorXd held_tau_;     // RT: the torques of the newest command
   Eigen::VectorXd applied_tau_;  // RT: what the watchdog let through this cycle
   Vector6 held_wrench_ = Vector6::Zero();  // RT: the newest command's base wrench

@@ -154,6 +154,76 @@ TEST(RtThreadAllocations, NoneWithDrivesActuatorAndSensorModels) {
   EXPECT_GT(s.stats().watchdog_trips, 0u);
 }
 
+// Injected faults: every kind begins and ends during the run (scheduled ones, and one injected on
+// demand before the start), the delay lines full, drops drawing, a brake slipping and holding.
+TEST(RtThreadAllocations, NoneWithEveryInjectedFault) {
+  if (!test::kAllocationHooks) GTEST_SKIP() << "allocator hooks are disabled under sanitizers";
+  SessionConfig c;
+  c.model = std::make_shared<const Model>(loadModel("iiwa14"));
+  const Model& model = *c.model;
+  c.mode = SessionMode::kRealtime;
+  c.control_rate = 4000.0;  // 10,000 cycles: 2.5 s
+  c.thread.lock_memory = false;
+  c.watchdog = WatchdogConfig{WatchdogPolicy::kDamping, 40, 1.0};
+  c.faults.seed = 7;
+  c.faults.max_delay_cycles = 20;
+  const auto at = [](FaultType type, double start, double duration, std::string joint = "") {
+    FaultSpec f;
+    f.type = type;
+    f.start = start;
+    f.duration = duration;
+    f.joint = std::move(joint);
+    f.rate = 0.3;
+    f.burst = 2;
+    f.cycles = 10;
+    f.value = 0.5;
+    return f;
+  };
+  c.faults.schedule = {at(FaultType::kDropCommands, 0.1, 0.3),
+                       at(FaultType::kDelayCommands, 0.3, 0.3),
+                       at(FaultType::kDropStates, 0.5, 0.3),
+                       at(FaultType::kDelayStates, 0.7, 0.3),
+                       at(FaultType::kFreezeSensor, 0.9, 0.3, "*"),
+                       at(FaultType::kOffsetSensor, 1.1, 0.3, model.joint_names[3]),
+                       at(FaultType::kLockJoint, 1.3, 0.3, "*"),
+                       at(FaultType::kFreeJoint, 1.5, 0.3, model.joint_names[5]),
+                       at(FaultType::kCutDrive, 1.7, 0.3, "*"),
+                       at(FaultType::kStall, 1.9, 0.1)};
+  c.name = "alloc-faults";
+  c.on_rt_thread_start = [] { test::beginHeapCounting(); };
+  Session s(c);
+  s.injectFault(at(FaultType::kLockJoint, 0.05, 0.05, model.joint_names[2]));
+  const test::HeapCounts before = test::allThreadsHeapCounts();
+  ASSERT_TRUE(s.start());
+  std::atomic<bool> done{false};
+  std::thread controller([&] {
+    std::uint64_t sequence = 0;
+    while (!done.load()) {
+      Command command;
+      command.sequence = ++sequence;
+      command.nv = model.nv;
+      for (int k = 0; k < model.nv; ++k) command.tau[k] = 5.0 * std::sin(1e-3 * sequence + k);
+      s.pushCommand(command);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      (void)s.latestState();
+    }
+  });
+  const bool reached = s.waitForCycle(kCycles, 60 * kNanosecondsPerSecond);
+  const test::HeapCounts after = test::allThreadsHeapCounts();
+  done.store(true);
+  controller.join();
+  s.stop();
+  ASSERT_TRUE(reached) << "state " << sessionStateName(s.state()) << ": " << s.stats().fault;
+  EXPECT_EQ(after.allocations - before.allocations, 0);
+  EXPECT_EQ(after.deallocations - before.deallocations, 0);
+  const FaultStats faults = s.stats().faults;
+  EXPECT_EQ(faults.started, 11u);
+  EXPECT_EQ(faults.ended, 11u);
+  EXPECT_GT(faults.commands_lost, 0u);
+  EXPECT_GT(faults.commands_delayed, 0u);
+  EXPECT_GT(faults.states_withheld, 0u);
+}
+
 // The contact stage's cycle: the quadruped standing under its stance law, pushed now and then
 // (base wrench on and off), its foot forces and the solver's counts published every cycle.
 TEST(RtThreadAllocations, NoneWithContactsAndPushes) {
