@@ -35,6 +35,42 @@ v1::SessionMode toProto(rt::SessionMode mode) {
   return v1::SESSION_MODE_UNSPECIFIED;
 }
 
+std::string fromProto(const v1::InjectedFault& fault, bool scheduled, const std::string& where,
+                      rt::FaultSpec* out) {
+  // the wire's types are the engine's, in the same order, from 1
+  if (fault.type() <= v1::FAULT_TYPE_UNSPECIFIED || fault.type() > v1::FAULT_TYPE_STALL) {
+    return where + ".type: unset or unknown (" + std::to_string(fault.type()) + ")";
+  }
+  out->type = static_cast<rt::FaultType>(fault.type() - 1);
+  out->joint = fault.joint();
+  if (fault.has_start_s()) {
+    if (!(fault.start_s() >= 0.0) || !std::isfinite(fault.start_s())) {
+      return where + ".start_s = " + std::to_string(fault.start_s()) + ": a finite time ≥ 0 s";
+    }
+    out->start = fault.start_s();
+  } else {
+    out->start = scheduled ? 0.0 : -1.0;
+  }
+  out->duration = fault.duration_s();
+  out->rate = fault.has_rate() ? fault.rate() : 1.0;
+  out->burst = fault.burst() == 0 ? 1
+               : fault.burst() > 1'000'000 ? 1'000'001  // refused by the session, named
+                                           : static_cast<int>(fault.burst());
+  out->cycles = static_cast<int>(std::min<std::uint32_t>(fault.cycles(), 1'000'001));
+  out->value = fault.value();
+  return "";
+}
+
+void toProto(const rt::ActiveFault& fault, const Model& model, v1::InjectedFault* out) {
+  out->set_id(fault.id);
+  out->set_type(static_cast<v1::FaultType>(static_cast<int>(fault.type) + 1));
+  if (fault.body == 0) {
+    out->set_joint("*");
+  } else if (fault.body > 0 && fault.body < static_cast<std::int32_t>(model.joint_names.size())) {
+    out->set_joint(model.joint_names[static_cast<std::size_t>(fault.body)]);
+  }
+}
+
 void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* out) {
   switch (fault.kind) {
     case rt::FaultKind::kNone: out->set_kind(v1::Fault::KIND_UNSPECIFIED); break;
@@ -291,6 +327,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   e.mutable_drives()->CopyFrom(request.drives());  // the model's joints: no server default
   e.mutable_actuators()->CopyFrom(request.actuators());
   if (request.has_sensors()) *e.mutable_sensors() = request.sensors();
+  if (request.has_faults()) *e.mutable_faults() = request.faults();
 
   // Ranges of the contract, then the server's limits.
   if (!request.name().empty() && request.name().rfind("session-", 0) == 0 &&
@@ -457,6 +494,30 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
     }
     c.sensors.delay_cycles = static_cast<int>(sensors.delay_cycles());
     c.sensors.seed = sensors.seed();
+  }
+  {
+    v1::FaultsConfig* faults = e.mutable_faults();
+    if (faults->max_delay_cycles() > static_cast<std::uint32_t>(rt::kMaxFaultDelayCycles)) {
+      return "config.faults.max_delay_cycles = " + std::to_string(faults->max_delay_cycles()) +
+             ": allowed 0 … " + std::to_string(rt::kMaxFaultDelayCycles);
+    }
+    c.faults.max_delay_cycles = static_cast<int>(faults->max_delay_cycles());
+    c.faults.seed = faults->seed();
+    for (int k = 0; k < faults->schedule_size(); ++k) {
+      v1::InjectedFault* fault = faults->mutable_schedule(k);
+      rt::FaultSpec spec;
+      if (std::string error = fromProto(*fault, true, "config.faults.schedule[" +
+                                                          std::to_string(k) + "]", &spec);
+          !error.empty()) {
+        return error;
+      }
+      c.faults.schedule.push_back(spec);
+      // the effective configuration: the defaults filled in, the ids the session gives
+      fault->set_start_s(spec.start);
+      fault->set_rate(spec.rate);
+      fault->set_burst(static_cast<std::uint32_t>(spec.burst));
+      fault->set_id(static_cast<std::uint32_t>(k + 1));
+    }
   }
   for (const v1::ActuatorModel& actuator : e.actuators()) {
     c.actuators.push_back({actuator.joint(), actuator.time_constant_s(), actuator.delay_s(),

@@ -26,6 +26,14 @@ void toProto(const rt::FaultInfo& fault, const std::string& reason, v1::Fault* o
 void toProto(const rt::HistogramSummary& summary, v1::LatencySummary* out);
 void toProto(const rt::WorkerStats& stats, v1::WorkerStats* out);
 
+/// An injected fault from the wire (`where` names it in the message): "" and `out` filled, or
+/// the INVALID_ARGUMENT message. A scheduled fault's absent start is 0, an injected one's the next
+/// cycle. Ranges that depend on the model and the session are the session's to check.
+std::string fromProto(const v1::InjectedFault& fault, bool scheduled, const std::string& where,
+                      rt::FaultSpec* out);
+/// An acting fault on the wire: its id, type and joint (Model::joint_names; "*": every joint).
+void toProto(const rt::ActiveFault& fault, const Model& model, v1::InjectedFault* out);
+
 /// Sizes, joints, coordinate labels, neutral configuration, gravity and mass of a model.
 v1::ModelInfo describeModel(const Model& model, const std::string& name);
 

@@ -345,6 +345,8 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
 
   // Every state written goes through one of these two, which remember it.
   void offer(const rt::StateSnapshot& state, TransportCounters* counters) {
+    // an injected fault lost it on its way (SessionStats.faults.states_withheld counts it)
+    if (state.withheld && state.state == rt::SessionState::kRunning) return;
     has_sent_ = true;
     sent_cycle_ = state.cycle;
     sent_state_ = toProto(state.state);

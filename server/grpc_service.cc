@@ -191,6 +191,44 @@ grpc::ServerUnaryReactor* SimulationService::GetStats(grpc::CallbackServerContex
   });
 }
 
+grpc::ServerUnaryReactor* SimulationService::InjectFault(grpc::CallbackServerContext* context,
+                                                         const v1::InjectFaultRequest* request,
+                                                         v1::InjectedFault* response) {
+  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+    rt::FaultSpec spec;
+    if (std::string e = fromProto(request->fault(), false, "fault", &spec); !e.empty()) {
+      return invalid(e);
+    }
+    std::uint32_t id = 0;
+    try {
+      id = session->session().injectFault(spec);
+    } catch (const rt::SessionError& e) {
+      const bool busy = std::string_view(e.what()).find("too many requests") != std::string_view::npos;
+      return Status(busy ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::INVALID_ARGUMENT,
+                    e.what());
+    }
+    *response = request->fault();
+    response->set_id(id);
+    response->set_rate(spec.rate);
+    response->set_burst(static_cast<std::uint32_t>(spec.burst));
+    spdlog::info("{}: fault {} ({}{}) injected", sessionLabel(session->id()), id,
+                 rt::faultTypeName(spec.type), spec.joint.empty() ? "" : " on " + spec.joint);
+    return Status::OK;
+  });
+}
+
+grpc::ServerUnaryReactor* SimulationService::ClearFaults(grpc::CallbackServerContext* context,
+                                                         const v1::ClearFaultsRequest* request,
+                                                         v1::ClearFaultsResponse*) {
+  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+    if (!session->session().clearFaults(request->id())) {
+      return Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    "too many requests wait for the session's next cycle");
+    }
+    return Status::OK;
+  });
+}
+
 grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* context,
                                                   const v1::Command* request,
                                                   v1::State* response) {

@@ -56,6 +56,12 @@ class SimulationService final : public v1::Simulation::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::SessionRequest* request,
                                      v1::SessionStats* response) override;
+  grpc::ServerUnaryReactor* InjectFault(grpc::CallbackServerContext* context,
+                                        const v1::InjectFaultRequest* request,
+                                        v1::InjectedFault* response) override;
+  grpc::ServerUnaryReactor* ClearFaults(grpc::CallbackServerContext* context,
+                                        const v1::ClearFaultsRequest* request,
+                                        v1::ClearFaultsResponse* response) override;
 
  private:
   /// UNAVAILABLE while shutting down, UNAUTHENTICATED without the access token, else OK.

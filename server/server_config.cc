@@ -199,6 +199,7 @@ class Parser {
   void flatMessage(const Item& item, google::protobuf::Message* out,
                    std::initializer_list<std::string_view> except = {}) const;
   void parseSensors(const Item& item, v1::SensorsConfig* out) const;
+  void parseFaults(const Item& item, v1::FaultsConfig* out) const;
   std::vector<Item> list(const Item& item) const;
   fs::path path(const Item& item) const;
   std::string readFile(const Item& item, const fs::path& file, const char* what) const;
@@ -409,6 +410,15 @@ void Parser::parseSensors(const Item& item, v1::SensorsConfig* out) const {
     for (const Item& joint : list(*joints)) flatMessage(joint, out->add_joints());
   }
   if (auto imu = m.get("imu")) flatMessage(*imu, out->mutable_imu());
+}
+
+void Parser::parseFaults(const Item& item, v1::FaultsConfig* out) const {
+  flatMessage(item, out, {"schedule"});
+  const Mapping m(*this, item, {"schedule", "seed", "max_delay_cycles"});
+  if (auto schedule = m.get("schedule")) {
+    out->clear_schedule();
+    for (const Item& fault : list(*schedule)) flatMessage(fault, out->add_schedule(), {"id"});
+  }
 }
 
 std::vector<Item> Parser::list(const Item& item) const {
@@ -739,7 +749,7 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
   const std::initializer_list<std::string_view> session_keys = {
       "mode",    "control_rate_hz", "substeps",  "formulation",      "integrator", "watchdog",
       "overrun", "thread",          "max_speed", "command_capacity", "initial_q",  "initial_v",
-      "idle_timeout_s", "threads", "drives", "actuators", "sensors"};
+      "idle_timeout_s", "threads", "drives", "actuators", "sensors", "faults"};
   const Mapping m(*this, item, per_session ? session_keys : defaults_keys);
 
   if (auto v = m.get("mode"))
@@ -809,6 +819,7 @@ void Parser::parseSessionConfig(const Item& item, v1::SessionConfig& out, bool p
     for (const Item& actuator : list(*actuators)) flatMessage(actuator, out.add_actuators());
   }
   if (auto sensors = m.get("sensors")) parseSensors(*sensors, out.mutable_sensors());
+  if (auto faults = m.get("faults")) parseFaults(*faults, out.mutable_faults());
   for (const auto& [key, values] : {std::pair{"initial_q", out.mutable_initial_q()},
                                     std::pair{"initial_v", out.mutable_initial_v()}}) {
     const auto v = m.get(key);

@@ -330,6 +330,12 @@ void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out, bool gro
   const double* force = measured ? r.contact_force.data() : s.contact_force.data();
   out->mutable_contact_force()->Assign(force, force + 3 * contacts);
   out->mutable_contact_depth()->Assign(s.contact_depth.begin(), s.contact_depth.begin() + contacts);
+  out->clear_faults();
+  if (ground_truth) {  // a controller is not told which faults it meets
+    for (int k = 0; k < s.faults.count; ++k) {
+      toProto(s.faults.list[static_cast<std::size_t>(k)], model(), out->add_faults());
+    }
+  }
 }
 
 void ServerSession::latestState(v1::State* out, bool ground_truth) {
@@ -421,6 +427,21 @@ void ServerSession::fillStats(v1::SessionStats* out) {
   watchdog->set_missed_cycles(s.watchdog_missed_cycles);
   watchdog->set_tripped(s.watchdog_tripped);
   watchdog->set_armed(s.watchdog_armed);
+
+  v1::FaultStats* faults = out->mutable_faults();
+  faults->set_started(s.faults.started);
+  faults->set_ended(s.faults.ended);
+  faults->set_commands_lost(s.faults.commands_lost);
+  faults->set_commands_delayed(s.faults.commands_delayed);
+  faults->set_states_withheld(s.faults.states_withheld);
+  faults->set_refused(s.faults.refused);
+  faults->clear_active();
+  {
+    const rt::StateSnapshot latest = session_->latestState();
+    for (int k = 0; k < latest.faults.count; ++k) {
+      toProto(latest.faults.list[static_cast<std::size_t>(k)], model(), faults->add_active());
+    }
+  }
 
   fillConstraintStats(out->mutable_constraints());
   udp_.toProto(out->mutable_udp());

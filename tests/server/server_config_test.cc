@@ -463,6 +463,43 @@ TEST_F(ServerConfigTest, StartupSessionsTakeDrivesActuatorsAndSensors) {
   expectError("session_defaults: {drives: []}\n", "session_defaults.drives");
 }
 
+// A start-up session's fault schedule: types by their short names, absent fields left absent
+// (the session fills the defaults), mistakes named by their path.
+TEST_F(ServerConfigTest, StartupSessionsTakeAFaultSchedule) {
+  const ServerConfig c = parseServerConfig(R"(sessions:
+  - name: arm
+    model: iiwa14
+    config:
+      faults:
+        seed: 5
+        max_delay_cycles: 20
+        schedule:
+          - {type: drop_commands, start_s: 1.0, duration_s: 0.5, rate: 0.1, burst: 3}
+          - {type: lock_joint, joint: iiwa_joint_2, start_s: 2.0}
+)",
+                                           "<test>");
+  ASSERT_EQ(c.startup_sessions.size(), 1u);
+  const v1::FaultsConfig& f = c.startup_sessions[0].config.faults();
+  EXPECT_EQ(f.seed(), 5u);
+  EXPECT_EQ(f.max_delay_cycles(), 20u);
+  ASSERT_EQ(f.schedule_size(), 2);
+  EXPECT_EQ(f.schedule(0).type(), v1::FAULT_TYPE_DROP_COMMANDS);
+  EXPECT_EQ(f.schedule(0).rate(), 0.1);
+  EXPECT_EQ(f.schedule(0).burst(), 3u);
+  EXPECT_EQ(f.schedule(0).duration_s(), 0.5);
+  EXPECT_EQ(f.schedule(1).type(), v1::FAULT_TYPE_LOCK_JOINT);
+  EXPECT_EQ(f.schedule(1).joint(), "iiwa_joint_2");
+  EXPECT_FALSE(f.schedule(1).has_rate());
+
+  expectError("sessions:\n  - {name: a, config: {faults: {schedule: [{type: explode}]}}}\n",
+              "sessions[0].config.faults.schedule[0].type", "drop_commands");
+  expectError("sessions:\n  - {name: a, config: {faults: {schedule: [{type: stall, at: 1}]}}}\n",
+              "sessions[0].config.faults.schedule[0].at");
+  expectError("sessions:\n  - {name: a, config: {faults: {seeds: 1}}}\n",
+              "sessions[0].config.faults.seeds");
+  expectError("session_defaults: {faults: {seed: 1}}\n", "session_defaults.faults");
+}
+
 TEST_F(ServerConfigTest, UnknownKeysAreErrors) {
   expectError("listen: {grpc_prot: 1}\n", "listen.grpc_prot", "allowed here: address, grpc_port");
   expectError("lsiten: {}\n", "lsiten", "allowed here: listen");

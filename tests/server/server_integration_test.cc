@@ -468,6 +468,131 @@ TEST_F(ServerTest, ControllersReadTheSensorsAndAGroundTruthStreamTheTruth) {
   truth->Finish();
 }
 
+// Fault injection over the wire: a scheduled drop_states loses the answers of its cycles on a
+// lockstep Control stream (the others arrive), an injected fault shows in the ground-truth
+// stream with its id, type and joint until cleared, and bad faults are refused naming the field.
+TEST_F(ServerTest, InjectedFaultsReachTheControllerAndShowInTheGroundTruth) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("pendulum");
+  request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+  v1::InjectedFault* drop = request.mutable_config()->mutable_faults()->add_schedule();
+  drop->set_type(v1::FAULT_TYPE_DROP_STATES);
+  drop->set_start_s(0.010);
+  drop->set_duration_s(0.010);
+  v1::CreateSessionResponse created;
+  grpc::Status status = create(request, &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const std::uint64_t id = created.session().session_id();
+  const v1::InjectedFault& effective = created.session().config().faults().schedule(0);
+  EXPECT_EQ(effective.id(), 1u);
+  EXPECT_EQ(effective.rate(), 1.0) << "the default filled in";
+  EXPECT_EQ(effective.burst(), 1u);
+  ASSERT_TRUE(start(id).ok());
+
+  auto call = context(10);
+  auto stream = stub_->Control(call.get());
+  v1::Command command;
+  command.set_session_id(id);
+  command.set_sequence(1);
+  ASSERT_TRUE(stream->Write(command));  // sync: binds the stream, answered at once
+  v1::State state;
+  ASSERT_TRUE(stream->Read(&state));
+  // commands of one cycle each; the states of cycle indices 10 … 19 (cycles 11 … 20) are lost:
+  // each command up to the 10th is answered, the next ten are not, the 21st is again
+  command.add_tau(0.5);
+  for (std::uint64_t k = 1; k <= 21; ++k) {
+    command.set_sequence(k + 1);
+    ASSERT_TRUE(stream->Write(command));
+    if (k > 10 && k <= 20) continue;
+    ASSERT_TRUE(stream->Read(&state));
+    EXPECT_EQ(state.cycle(), k);
+    EXPECT_EQ(state.command_sequence(), k + 1);
+  }
+  call->TryCancel();
+  stream->Finish();
+  v1::SessionStats s = stats(id);
+  EXPECT_EQ(s.faults().states_withheld(), 10u);
+  EXPECT_EQ(s.faults().started(), 1u);
+  EXPECT_EQ(s.faults().ended(), 1u);
+
+  // on demand: a lock on the hinge, seen in the ground truth with its id until cleared
+  v1::InjectFaultRequest inject;
+  inject.set_session_id(id);
+  inject.mutable_fault()->set_type(v1::FAULT_TYPE_LOCK_JOINT);
+  inject.mutable_fault()->set_joint("hinge");
+  v1::InjectedFault injected;
+  status = stub_->InjectFault(context().get(), inject, &injected);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(injected.id(), 2u);
+  auto watch = context(10);
+  v1::StreamStatesRequest truth_request;
+  truth_request.set_session_id(id);
+  truth_request.set_ground_truth(true);
+  auto truth = stub_->StreamStates(watch.get(), truth_request);
+  v1::Command step;
+  step.set_session_id(id);
+  step.set_sequence(100);
+  step.set_steps(5);
+  step.add_tau(0.5);
+  v1::State after;
+  ASSERT_TRUE(stub_->Step(context().get(), step, &after).ok());
+  EXPECT_EQ(after.faults_size(), 0) << "a controller is not told";
+  v1::State actual;
+  while (truth->Read(&actual) && actual.cycle() < after.cycle()) {
+  }
+  ASSERT_EQ(actual.faults_size(), 1);
+  EXPECT_EQ(actual.faults(0).id(), 2u);
+  EXPECT_EQ(actual.faults(0).type(), v1::FAULT_TYPE_LOCK_JOINT);
+  EXPECT_EQ(actual.faults(0).joint(), "hinge");
+  s = stats(id);
+  ASSERT_EQ(s.faults().active_size(), 1);
+  EXPECT_EQ(s.faults().active(0).joint(), "hinge");
+  v1::ClearFaultsRequest clear;
+  clear.set_session_id(id);
+  clear.set_id(2);
+  v1::ClearFaultsResponse cleared;
+  ASSERT_TRUE(stub_->ClearFaults(context().get(), clear, &cleared).ok());
+  step.set_sequence(101);
+  step.set_steps(1);
+  ASSERT_TRUE(stub_->Step(context().get(), step, &after).ok());
+  while (truth->Read(&actual) && actual.cycle() < after.cycle()) {
+  }
+  EXPECT_EQ(actual.faults_size(), 0);
+  EXPECT_EQ(stats(id).faults().ended(), 2u);
+  watch->TryCancel();
+  truth->Finish();
+
+  // refused, naming what is wrong
+  const auto refused = [&](const v1::InjectedFault& fault, const std::string& why) {
+    v1::InjectFaultRequest bad;
+    bad.set_session_id(id);
+    *bad.mutable_fault() = fault;
+    v1::InjectedFault out;
+    const grpc::Status answer = stub_->InjectFault(context().get(), bad, &out);
+    EXPECT_EQ(answer.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << why;
+    EXPECT_NE(answer.error_message().find(why), std::string::npos) << answer.error_message();
+  };
+  v1::InjectedFault bad;
+  refused(bad, "type: unset");
+  bad.set_type(v1::FAULT_TYPE_FREEZE_SENSOR);
+  bad.set_joint("knee");
+  refused(bad, "no joint 'knee'");
+  bad.set_type(v1::FAULT_TYPE_DELAY_STATES);
+  bad.clear_joint();
+  bad.set_cycles(3);
+  refused(bad, "faults.max_delay_cycles");
+  bad.set_type(v1::FAULT_TYPE_DROP_COMMANDS);
+  bad.set_rate(2.0);
+  refused(bad, "rate 2 is outside (0, 1]");
+  bad.set_start_s(-1.0);
+  refused(bad, "start_s");
+  v1::InjectFaultRequest unknown;
+  unknown.set_session_id(id + 1000);
+  unknown.mutable_fault()->set_type(v1::FAULT_TYPE_STALL);
+  EXPECT_EQ(stub_->InjectFault(context().get(), unknown, &injected).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
 TEST_F(ServerTest, LockstepStepReproducesOfflineSimulation) {
   struct Case {
     const char* name;
