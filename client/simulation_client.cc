@@ -166,6 +166,21 @@ v1::SessionStats SimulationClient::getStats(std::uint64_t session_id) {
   return call("GetStats", &Stub::GetStats, sessionRequest(session_id));
 }
 
+v1::InjectedFault SimulationClient::injectFault(std::uint64_t session_id,
+                                               const v1::InjectedFault& fault) {
+  v1::InjectFaultRequest request;
+  request.set_session_id(session_id);
+  *request.mutable_fault() = fault;
+  return call("InjectFault", &Stub::InjectFault, request);
+}
+
+void SimulationClient::clearFaults(std::uint64_t session_id, std::uint32_t id) {
+  v1::ClearFaultsRequest request;
+  request.set_session_id(session_id);
+  request.set_id(id);
+  call("ClearFaults", &Stub::ClearFaults, request);
+}
+
 v1::State SimulationClient::step(const v1::Command& command) {
   return call("Step", &Stub::Step, command);
 }

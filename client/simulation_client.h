@@ -92,6 +92,10 @@ class SimulationClient {
   v1::SessionInfo getSession(std::uint64_t session_id);
   v1::ListSessionsResponse listSessions();
   v1::SessionStats getStats(std::uint64_t session_id);
+  /// Injects `fault` into a session (docs/REALISM.md, "Fault injection"); returns it with its id.
+  v1::InjectedFault injectFault(std::uint64_t session_id, const v1::InjectedFault& fault);
+  /// Ends fault `id` of a session (0: every fault) at its next control cycle.
+  void clearFaults(std::uint64_t session_id, std::uint32_t id = 0);
   /// LOCKSTEP: `steps` cycles with `command`'s torques (see service.proto); the State after them.
   v1::State step(const v1::Command& command);
 

@@ -303,6 +303,8 @@ struct SessionArgs {
   std::string create_rate, create_idle_timeout, id;
   StepSetPoints step_set_points;
   std::uint32_t steps = 1;
+  std::string fault;           // session fault SPEC
+  std::uint32_t fault_id = 0;  // session clear-faults [ID]
 };
 
 // hilsim session create
@@ -346,6 +348,17 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
                       "resolution=R,ripple=A,ripple_period=P, any of them [s, N·m or N, rad or m]; "
                       "JOINT * for every joint not named (docs/REALISM.md)")
       ->type_name("SPEC");
+  command->add_option("--fault", create.faults,
+                      "A scheduled fault (repeatable): TYPE[@JOINT][:start=S,duration=D,rate=R,"
+                      "burst=B,cycles=C,value=V] [s of simulation time, control cycles]; TYPE "
+                      "drop_commands, delay_commands, drop_states, delay_states, freeze_sensor, "
+                      "offset_sensor, lock_joint, free_joint, cut_drive, stall (docs/REALISM.md)")
+      ->type_name("SPEC");
+  command->add_option("--fault-seed", create.fault_seed, "Seed of the faults' drops")
+      ->type_name("N");
+  command->add_option("--max-fault-delay", create.max_fault_delay,
+                      "Longest delay an injected fault may ask for, 0 to 1000 [control cycles]")
+      ->type_name("CYCLES");
   command->add_flag("--start", create.start, "Start the session at once");
   addServerOptions(command, args->server);
   return {command, [args](std::ostream& out) {
@@ -385,7 +398,7 @@ Command addSessionCommand(CLI::App& app, const std::string& solver_help) {
   auto args = std::make_shared<SessionArgs>();
   CLI::App* session = app.add_subcommand(
       "session", "Manage a server's sessions: create, start, pause, stop, reset, close, step, "
-                 "list, get, stats");
+                 "fault, clear-faults, list, get, stats");
   session->require_subcommand(1);
   std::vector<Command> commands = {addSessionCreateCommand(*session, args, solver_help)};
   for (const char* action : {"start", "pause", "stop", "reset", "close", "get", "stats"}) {
@@ -411,6 +424,28 @@ Command addSessionCommand(CLI::App& app, const std::string& solver_help) {
                         const ServerOptions server = withImpliedTls(args->server);
                         sessionStep(server, resolveSession(server, args->id), args->steps,
                                     args->step_set_points, out);
+                      }});
+  CLI::App* fault = session->add_subcommand(
+      "fault", "Inject a fault into a session (from its next cycle unless start= says later)");
+  fault->add_option("SESSION", args->id, "Session id or name")->required();
+  fault->add_option("SPEC", args->fault,
+                    "TYPE[@JOINT][:start=S,duration=D,rate=R,burst=B,cycles=C,value=V] "
+                    "(docs/REALISM.md, \"Fault injection\")")
+      ->required();
+  addServerOptions(fault, args->server);
+  commands.push_back({fault, [args](std::ostream& out) {
+                        const ServerOptions server = withImpliedTls(args->server);
+                        sessionFault(server, resolveSession(server, args->id), args->fault, out);
+                      }});
+  CLI::App* clear = session->add_subcommand(
+      "clear-faults", "End a session's fault ID, or every fault, at its next cycle");
+  clear->add_option("SESSION", args->id, "Session id or name")->required();
+  clear->add_option("ID", args->fault_id, "The fault's id (default: every fault)");
+  addServerOptions(clear, args->server);
+  commands.push_back({clear, [args](std::ostream& out) {
+                        const ServerOptions server = withImpliedTls(args->server);
+                        sessionClearFaults(server, resolveSession(server, args->id),
+                                           args->fault_id, out);
                       }});
   CLI::App* list = session->add_subcommand("list", "List the server's sessions");
   addServerOptions(list, args->server);

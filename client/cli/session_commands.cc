@@ -273,6 +273,16 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
   out << "watchdog   trips " << w.trips() << ", missed cycles " << w.missed_cycles()
       << ", tripped " << (w.tripped() ? "yes" : "no") << ", armed " << (w.armed() ? "yes" : "no")
       << "\n";
+  const v1::FaultStats& f = s.faults();
+  if (f.started() > 0 || f.refused() > 0) {
+    out << "faults     started " << f.started() << ", ended " << f.ended() << ", commands lost "
+        << f.commands_lost() << ", delayed " << f.commands_delayed() << ", states withheld "
+        << f.states_withheld() << (f.refused() > 0 ? ", refused " + std::to_string(f.refused()) : "")
+        << "\n";
+    for (const v1::InjectedFault& active : f.active()) {
+      out << "  acting   " << describeInjectedFault(active, false) << "\n";
+    }
+  }
 
   const v1::TransportStats& u = s.udp();
   const v1::TransportStats& g = s.grpc();
@@ -380,6 +390,101 @@ v1::ActuatorModel parseActuator(const std::string& text) {
   return actuator;
 }
 
+v1::InjectedFault parseFault(const std::string& text) {
+  const auto fail = [&](const std::string& why) {
+    throw CliError("fault '" + text + "': " + why +
+                       " (expected TYPE[@JOINT][:start=S,duration=D,rate=R,burst=B,cycles=C,"
+                       "value=V]; docs/REALISM.md)",
+                   kExitUsage);
+  };
+  const std::size_t colon = text.find(':');
+  const std::string head = text.substr(0, colon);
+  const std::size_t at = head.find('@');
+  const std::string type = head.substr(0, at);
+  v1::InjectedFault fault;
+  std::vector<std::pair<std::string, v1::FaultType>> types;
+  for (int value = v1::FAULT_TYPE_DROP_COMMANDS; value <= v1::FAULT_TYPE_STALL; ++value) {
+    const auto t = static_cast<v1::FaultType>(value);
+    types.emplace_back(shortName(v1::FaultType_Name(t), "FAULT_TYPE_"), t);
+  }
+  std::string names;
+  for (const auto& [name, value] : types) {
+    names += (names.empty() ? "" : ", ") + name;
+    if (name == type) fault.set_type(value);
+  }
+  if (fault.type() == v1::FAULT_TYPE_UNSPECIFIED) fail("unknown type '" + type + "' (" + names + ")");
+  if (at != std::string::npos) {
+    if (at + 1 == head.size()) fail("no joint after '@'");
+    fault.set_joint(head.substr(at + 1));
+  }
+  if (colon == std::string::npos) return fault;
+  forEachSetting(text.substr(colon + 1), fail, [&](const std::string& name, double value) {
+    const auto count = [&] {
+      if (!(value >= 0.0 && value <= 4e9) || value != std::floor(value)) {
+        fail(name + " must be a whole number ≥ 0");
+      }
+      return static_cast<std::uint32_t>(value);
+    };
+    if (name == "start") fault.set_start_s(value);
+    else if (name == "duration") fault.set_duration_s(value);
+    else if (name == "rate") fault.set_rate(value);
+    else if (name == "burst") fault.set_burst(count());
+    else if (name == "cycles") fault.set_cycles(count());
+    else if (name == "value") fault.set_value(value);
+    else fail("unknown setting '" + name + "' (start, duration, rate, burst, cycles, value)");
+  });
+  return fault;
+}
+
+std::string describeInjectedFault(const v1::InjectedFault& f, bool detail) {
+  std::string text = shortName(v1::FaultType_Name(f.type()), "FAULT_TYPE_");
+  if (!f.joint().empty()) text += f.joint() == "*" ? " on every joint" : " on " + f.joint();
+  if (f.id() != 0) text += " (id " + std::to_string(f.id()) + ")";
+  if (!detail) return text;
+  switch (f.type()) {
+    case v1::FAULT_TYPE_DROP_COMMANDS:
+    case v1::FAULT_TYPE_DROP_STATES:
+      text += ", rate " + readableNumber(f.has_rate() ? f.rate() : 1.0) + " in bursts of " +
+              std::to_string(std::max<std::uint32_t>(f.burst(), 1));
+      break;
+    case v1::FAULT_TYPE_DELAY_COMMANDS:
+    case v1::FAULT_TYPE_DELAY_STATES:
+      text += ", " + std::to_string(f.cycles()) + " cycles late";
+      break;
+    case v1::FAULT_TYPE_OFFSET_SENSOR: text += ", offset " + readableNumber(f.value()); break;
+    case v1::FAULT_TYPE_CUT_DRIVE: text += ", torque × " + readableNumber(f.value()); break;
+    default: break;
+  }
+  text += f.has_start_s() ? ", from " + readableNumber(f.start_s()) + " s" : ", from the next cycle";
+  text += f.duration_s() > 0.0 ? " for " + readableNumber(f.duration_s()) + " s" : " until cleared";
+  return text;
+}
+
+void sessionFault(const ServerOptions& server, std::uint64_t id, const std::string& spec,
+                  std::ostream& out) {
+  const v1::InjectedFault fault = parseFault(spec);
+  client::SimulationClient simulation(server.server, server.client);
+  const v1::InjectedFault injected = simulation.injectFault(id, fault);
+  if (server.json) {
+    out << messageToJson(injected);
+    return;
+  }
+  out << "session " << id << ": fault " << describeInjectedFault(injected) << "\n";
+}
+
+void sessionClearFaults(const ServerOptions& server, std::uint64_t id, std::uint32_t fault,
+                        std::ostream& out) {
+  client::SimulationClient simulation(server.server, server.client);
+  simulation.clearFaults(id, fault);
+  if (server.json) {
+    out << messageToJson(v1::ClearFaultsResponse());
+    return;
+  }
+  out << "session " << id << ": "
+      << (fault == 0 ? std::string("every fault") : "fault " + std::to_string(fault))
+      << " ends at the next cycle\n";
+}
+
 void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ostream& out) {
   if (o.model.empty()) throw CliError("--model is required", kExitUsage);
   v1::CreateSessionRequest request;
@@ -449,6 +554,12 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
 
   for (const std::string& drive : o.drives) *c.add_drives() = parseDrive(drive);
   for (const std::string& actuator : o.actuators) *c.add_actuators() = parseActuator(actuator);
+  if (!o.faults.empty() || o.fault_seed || o.max_fault_delay) {
+    v1::FaultsConfig* faults = c.mutable_faults();
+    for (const std::string& fault : o.faults) *faults->add_schedule() = parseFault(fault);
+    if (o.fault_seed) faults->set_seed(*o.fault_seed);
+    if (o.max_fault_delay) faults->set_max_delay_cycles(*o.max_fault_delay);
+  }
 
   client::SimulationClient simulation(server.server, server.client);
   v1::CreateSessionResponse response = simulation.createSession(request);
@@ -534,6 +645,7 @@ void sessionStep(const ServerOptions& server, std::uint64_t id, std::uint32_t st
       << " s\n";
   out << "  q " << list(state.q()) << "\n";
   out << "  v " << list(state.v()) << "\n";
+  out << "  tau " << list(state.tau()) << "\n";
 }
 
 void sessionList(const ServerOptions& server, std::ostream& out) {

@@ -45,6 +45,10 @@ struct CreateOptions {
   std::vector<std::string> drives;
   /// Actuator models, one per --actuator: "JOINT:NAME=VALUE,…" (parseActuator)
   std::vector<std::string> actuators;
+  /// Scheduled faults, one per --fault: "TYPE[@JOINT][:NAME=VALUE,…]" (parseFault)
+  std::vector<std::string> faults;
+  std::optional<std::uint64_t> fault_seed;         ///< --fault-seed: the drops' seed
+  std::optional<std::uint32_t> max_fault_delay;    ///< --max-fault-delay [control cycles]
 };
 
 /// One --drive: "JOINT=effort", "JOINT=position:kp=K,kd=D" or "JOINT=velocity:kd=D[,ki=I]";
@@ -54,6 +58,13 @@ v1::JointDrive parseDrive(const std::string& text);
 /// One --actuator: "JOINT:time_constant=T,delay=D,resolution=R,ripple=A,ripple_period=P" (any
 /// of them; seconds, N·m or N, rad or m); JOINT "*" for every joint not named otherwise.
 v1::ActuatorModel parseActuator(const std::string& text);
+
+/// One --fault or `session fault` spec: "TYPE[@JOINT][:start=S,duration=D,rate=R,burst=B,
+/// cycles=C,value=V]" (any of the settings; seconds of simulation time, control cycles); TYPE
+/// drop_commands, delay_commands, drop_states, delay_states, freeze_sensor, offset_sensor,
+/// lock_joint, free_joint, cut_drive or stall; JOINT a joint's name or * for every joint.
+/// CliError (usage) on a malformed one; the server checks names and ranges.
+v1::InjectedFault parseFault(const std::string& text);
 
 /// Parses a session id (a decimal number ≥ 1); CliError with exit code 2 otherwise.
 std::uint64_t parseSessionId(const std::string& text);
@@ -103,6 +114,15 @@ void sessionList(const ServerOptions& server, std::ostream& out);
 void sessionGet(const ServerOptions& server, std::uint64_t id, std::ostream& out);
 /// Statistics of session `id` as a table (timing percentiles in µs, counters, real-time factor).
 void sessionStats(const ServerOptions& server, std::uint64_t id, std::ostream& out);
+/// Injects a fault (parseFault) into session `id`; prints it with its id.
+void sessionFault(const ServerOptions& server, std::uint64_t id, const std::string& spec,
+                  std::ostream& out);
+/// Ends fault `fault` of session `id` (0: every fault).
+void sessionClearFaults(const ServerOptions& server, std::uint64_t id, std::uint32_t fault,
+                        std::ostream& out);
+/// "cut_drive on hinge (id 3), torque × 0.25, from 1 s for 0.5 s": one fault in words (without
+/// `detail`: its type, joint and id only, as GetStats lists the acting ones).
+std::string describeInjectedFault(const v1::InjectedFault& fault, bool detail = true);
 
 /// The text forms, for reuse.
 void writeSessionInfo(const v1::SessionInfo& info, std::ostream& out);

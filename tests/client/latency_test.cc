@@ -334,6 +334,66 @@ TEST_F(LatencyTest, SessionCreateTakesDrivesAndStepTakesSetPoints) {
   ASSERT_EQ(run({"session", "close", "pd", "--server", target}, closed, err), 0) << err.str();
 }
 
+// Faults from the CLI: a schedule on create (--fault, --fault-seed), one injected with `session
+// fault`, both seen in `session stats`, ended with `session clear-faults`; a malformed spec is a
+// usage error before anything is sent, a bad joint the server's refusal.
+TEST_F(LatencyTest, SessionFaultsAreScheduledInjectedShownAndCleared) {
+  const std::string target = server_->grpcTarget();
+  std::ostringstream created, err;
+  ASSERT_EQ(run({"session", "create", "--server", target, "--model", "pendulum", "--name", "flt",
+                 "--mode", "lockstep", "--fault", "drop_states:start=0.01,duration=0.01,rate=0.5",
+                 "--fault-seed", "4", "--start"},
+                created, err),
+            0)
+      << err.str();
+  std::ostringstream injected;
+  ASSERT_EQ(run({"session", "fault", "flt", "cut_drive@hinge:value=0.25", "--server", target},
+                injected, err),
+            0)
+      << err.str();
+  EXPECT_EQ(injected.str(),
+            "session 1: fault cut_drive on hinge (id 2), torque × 0.25, from the next cycle "
+            "until cleared\n");
+  std::ostringstream stepped;
+  ASSERT_EQ(run({"session", "step", "flt", "30", "--tau", "2", "--server", target}, stepped, err), 0)
+      << err.str();
+  EXPECT_NE(stepped.str().find("  tau 0.5\n"), std::string::npos) << stepped.str();
+  std::ostringstream stats;
+  ASSERT_EQ(run({"session", "stats", "flt", "--server", target}, stats, err), 0) << err.str();
+  EXPECT_NE(stats.str().find("faults     started 2, ended 1, commands lost 0, delayed 0, "
+                             "states withheld "),
+            std::string::npos)
+      << stats.str();
+  EXPECT_NE(stats.str().find("  acting   cut_drive on hinge (id 2)\n"),
+            std::string::npos)
+      << stats.str();
+  std::ostringstream cleared;
+  ASSERT_EQ(run({"session", "clear-faults", "flt", "--server", target}, cleared, err), 0)
+      << err.str();
+  EXPECT_EQ(cleared.str(), "session 1: every fault ends at the next cycle\n");
+  ASSERT_EQ(run({"session", "step", "flt", "1", "--tau", "2", "--server", target}, stepped, err), 0);
+  EXPECT_NE(stepped.str().find("  tau 2\n"), std::string::npos) << stepped.str();
+
+  const std::vector<ErrorCase> cases = {
+      {{"session", "fault", "flt", "explode", "--server", target}, kExitUsage,
+       "fault 'explode': unknown type 'explode' (drop_commands, delay_commands"},
+      {{"session", "fault", "flt", "lock_joint@", "--server", target}, kExitUsage,
+       "no joint after '@'"},
+      {{"session", "fault", "flt", "drop_states:burst=1.5", "--server", target}, kExitUsage,
+       "burst must be a whole number"},
+      {{"session", "fault", "flt", "drop_states:when=1", "--server", target}, kExitUsage,
+       "unknown setting 'when'"},
+      {{"session", "fault", "flt", "lock_joint@knee", "--server", target}, kExitFailure,
+       "INVALID_ARGUMENT: fault (lock_joint): the model 'pendulum' has no joint 'knee'"},
+      {{"session", "create", "--server", target, "--model", "pendulum", "--fault",
+        "delay_states:cycles=2000"},
+       kExitFailure, "faults.schedule[0] (delay_states): cycles 2000 is outside"},
+  };
+  expectOneLineErrors(cases);
+  std::ostringstream closed;
+  ASSERT_EQ(run({"session", "close", "flt", "--server", target}, closed, err), 0) << err.str();
+}
+
 // Ctrl-C on a run: the loop stops, the session it created is closed, the CSV and the report
 // cover what was measured, and the exit code is the shell's for SIGINT (130).
 TEST_F(LatencyTest, ASignalClosesTheSessionAndReportsWhatWasMeasured) {
