@@ -12,6 +12,7 @@ docs/PYTHON.md). The wire contract is docs/PROTOCOL.md.
 """
 
 from hilsim.client import (
+    ActiveFault,
     ControlStream,
     CreatedSession,
     Imu,
@@ -21,10 +22,12 @@ from hilsim.client import (
     StateStream,
     actuator,
     drive,
+    fault,
 )
 from hilsim.udp import UdpController
 
 __all__ = [
+    "ActiveFault",
     "ControlStream",
     "CreatedSession",
     "Imu",
@@ -35,4 +38,5 @@ __all__ = [
     "UdpController",
     "actuator",
     "drive",
+    "fault",
 ]

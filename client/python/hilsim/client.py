@@ -45,6 +45,21 @@ class Imu:
 
 
 @dataclasses.dataclass
+class ActiveFault:
+    """An injected fault acting in a state's cycle (ground-truth states only): its id, its type
+    ("drop_commands", …, "stall") and its joint ("" for faults of no joint, "*" for every
+    joint)."""
+
+    id: int
+    type: str
+    joint: str
+
+
+def _fault_type_name(value: int) -> str:
+    return types_pb2.FaultType.Name(value).removeprefix("FAULT_TYPE_").lower()
+
+
+@dataclasses.dataclass
 class State:
     """One control cycle's state (control.proto State) with numpy arrays: q (nq), v and tau (nv)
     in the model's coordinate order [rad, m, rad/s, m/s, N·m, N]; times in ns on the clocks the
@@ -54,7 +69,8 @@ class State:
     (n × 3) [N] and contact_depth how deep each sits (n) [m]. With sensor models
     (create_session(sensors=...)) `measured` is True and q, v, tau, contact_force and `imu`
     (orientation w x y z, angular_velocity, linear_acceleration in the base frame) are what the
-    sensors read; stream_states(ground_truth=True) gives the truth."""
+    sensors read; stream_states(ground_truth=True) gives the truth, and there `faults` lists the
+    injected faults acting in the cycle (ActiveFault; a controller is not told)."""
 
     session_id: int
     cycle: int
@@ -75,6 +91,7 @@ class State:
     contact_depth: np.ndarray
     measured: bool = False
     imu: Optional[Imu] = None
+    faults: list[ActiveFault] = dataclasses.field(default_factory=list)
 
     @staticmethod
     def from_proto(message: control_pb2.State) -> "State":
@@ -103,6 +120,7 @@ class State:
                      np.array(message.imu.angular_velocity, dtype=float),
                      np.array(message.imu.linear_acceleration, dtype=float))
                  if message.HasField("imu") else None),
+            faults=[ActiveFault(f.id, _fault_type_name(f.type), f.joint) for f in message.faults],
         )
 
     @property
@@ -163,6 +181,32 @@ def actuator(joint: str, *, time_constant_s: float = 0.0, delay_s: float = 0.0,
     return session_pb2.ActuatorModel(joint=joint, time_constant_s=time_constant_s,
                                      delay_s=delay_s, resolution=resolution, ripple=ripple,
                                      ripple_period=ripple_period)
+
+
+_FAULT_TYPES = {_fault_type_name(value): value for value in types_pb2.FaultType.values()
+                if value != types_pb2.FAULT_TYPE_UNSPECIFIED}
+
+
+def fault(type: str, *, joint: str = "", start_s: Optional[float] = None,
+          duration_s: float = 0.0, rate: Optional[float] = None, burst: int = 0, cycles: int = 0,
+          value: float = 0.0) -> types_pb2.InjectedFault:
+    """A fault for create_session(faults=...) or inject_fault (docs/REALISM.md, "Fault
+    injection"): `type` one of drop_commands, delay_commands, drop_states, delay_states,
+    freeze_sensor, offset_sensor, lock_joint, free_joint, cut_drive, stall; `joint` a joint's name
+    or "*" for the sensor and joint faults; `start_s` in simulation time (None: at 0 when
+    scheduled, at the next cycle when injected) and `duration_s` (0: until cleared); drops lose a
+    burst of `burst` (default 1) with probability `rate` (default 1); delays are `cycles` control
+    cycles; `value` the offset [rad or m] or the torque's fraction a cut drive keeps."""
+    if type not in _FAULT_TYPES:
+        raise ValueError(f"type: {type!r}, expected one of {sorted(_FAULT_TYPES)}")
+    message = types_pb2.InjectedFault(type=_FAULT_TYPES[type], joint=joint,
+                                      duration_s=duration_s, burst=burst, cycles=cycles,
+                                      value=value)
+    if start_s is not None:
+        message.start_s = start_s
+    if rate is not None:
+        message.rate = rate
+    return message
 
 
 def _set_points(command: control_pb2.Command, tau, position, velocity) -> None:
@@ -335,7 +379,10 @@ class SimulationClient:
                        config: Optional[session_pb2.SessionConfig] = None,
                        drives: Sequence[session_pb2.JointDrive] = (),
                        actuators: Sequence[session_pb2.ActuatorModel] = (),
-                       sensors: Optional[session_pb2.SensorsConfig] = None) -> CreatedSession:
+                       sensors: Optional[session_pb2.SensorsConfig] = None,
+                       faults: Sequence[types_pb2.InjectedFault] = (),
+                       fault_seed: Optional[int] = None,
+                       max_fault_delay: Optional[int] = None) -> CreatedSession:
         """Creates a session on a model the server offers by name, or on a model text (`urdf`
         or `yaml`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
         (None: the server's default). Fields left 0 or None take the server's defaults;
@@ -344,6 +391,8 @@ class SimulationClient:
         `actuators`: their actuator models (hilsim.actuator(...); none: ideal actuators).
         `sensors`: what controllers read instead of the truth (a session_pb2.SensorsConfig:
         encoder resolution, noise, bias, delay, an IMU; docs/REALISM.md).
+        `faults`: faults at set times (hilsim.fault(...)), drawing from `fault_seed`;
+        `max_fault_delay`: the longest delay inject_fault may ask for [control cycles].
         `start`: start it at once (a session that cannot start is closed again)."""
         request = service_pb2.CreateSessionRequest()
         if urdf is not None:
@@ -372,6 +421,11 @@ class SimulationClient:
         request.config.actuators.extend(actuators)
         if sensors is not None:
             request.config.sensors.CopyFrom(sensors)
+        request.config.faults.schedule.extend(faults)
+        if fault_seed is not None:
+            request.config.faults.seed = fault_seed
+        if max_fault_delay is not None:
+            request.config.faults.max_delay_cycles = max_fault_delay
         response = self._call("CreateSession", request)
         session_id = response.session.session_id
         info = response.session
@@ -419,6 +473,18 @@ class SimulationClient:
 
     def get_stats(self, session_id: int) -> session_pb2.SessionStats:
         return self._session("GetStats", session_id)
+
+    def inject_fault(self, session_id: int,
+                     fault: types_pb2.InjectedFault) -> types_pb2.InjectedFault:
+        """Injects `fault` (hilsim.fault(...)): it acts from the session's next control cycle (or
+        its start_s, when later) for its duration, or until clear_faults; returns it with its id."""
+        return self._call("InjectFault",
+                          service_pb2.InjectFaultRequest(session_id=session_id, fault=fault))
+
+    def clear_faults(self, session_id: int, fault_id: int = 0) -> None:
+        """Ends fault `fault_id` (0: every fault, scheduled ones too) at the next control cycle."""
+        self._call("ClearFaults", service_pb2.ClearFaultsRequest(session_id=session_id,
+                                                                 id=fault_id))
 
     # --- control ------------------------------------------------------------------------------
 

@@ -168,3 +168,49 @@ def test_a_model_text_is_sent_as_text(client):
         client.create_session("broken.urdf", urdf="<robot name='x'><link name='a'/>\n<bad/>")
     assert broken.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert "broken.urdf" in broken.value.message
+
+
+def _run_with_drops(client, seed):
+    """200 lockstep steps of the pendulum under a seeded drop_commands; the final q and stats."""
+    created = client.create_session(
+        "pendulum", mode="lockstep", start=True,
+        faults=[hilsim.fault("drop_commands", rate=0.3, burst=2, start_s=0.02)] if seed else [],
+        fault_seed=seed)
+    for k in range(200):
+        state = client.step(created.session_id, [2.0 * np.sin(0.05 * k)])
+    return state, client.get_stats(created.session_id)
+
+
+def test_scheduled_drops_follow_their_seed_and_lose_set_points_not_cycles(client):
+    first, first_stats = _run_with_drops(client, 7)
+    again, again_stats = _run_with_drops(client, 7)
+    clean, _ = _run_with_drops(client, None)
+    assert first.cycle == again.cycle == clean.cycle == 200  # lockstep: every command answered
+    assert np.array_equal(first.q, again.q) and np.array_equal(first.v, again.v)
+    assert first_stats.faults.commands_lost == again_stats.faults.commands_lost > 20
+    assert not np.array_equal(first.q, clean.q)  # the lost set-points changed the motion
+
+
+def test_an_injected_fault_shows_in_the_ground_truth_until_cleared(client):
+    created = client.create_session("pendulum", mode="lockstep", start=True)
+    sid = created.session_id
+    injected = client.inject_fault(sid, hilsim.fault("cut_drive", joint="hinge", value=0.5))
+    assert injected.id == 1
+    truth = client.stream_states(sid, ground_truth=True)
+    states = iter(truth)
+    state = client.step(sid, [2.0], steps=3)
+    assert state.tau[0] == 1.0 and state.faults == []  # the controller is not told
+    actual = next(s for s in states if s.cycle == 3)
+    assert actual.faults == [hilsim.ActiveFault(1, "cut_drive", "hinge")]
+    client.clear_faults(sid, injected.id)
+    state = client.step(sid, [2.0])
+    assert state.tau[0] == 2.0
+    truth.cancel()
+    stats = client.get_stats(sid)
+    assert stats.faults.started == 1 and stats.faults.ended == 1
+    with pytest.raises(hilsim.RpcError) as refused:
+        client.inject_fault(sid, hilsim.fault("lock_joint", joint="elbow"))
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "no joint 'elbow'" in refused.value.message
+    with pytest.raises(ValueError):
+        hilsim.fault("explode")

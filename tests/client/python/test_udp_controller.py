@@ -194,3 +194,35 @@ def test_credentials_are_checked():
         hilsim.UdpController("127.0.0.1", 9, 1, bytes(16), key=bytes(32))  # both
     with pytest.raises(ValueError):
         hilsim.UdpController("127.0.0.1", 9, 1, key=bytes(31))
+
+
+def test_a_stall_silences_the_link_and_trips_the_watchdog(server):
+    # a PD controller over UDP at 1 kHz meets a 300 ms stall: no state reaches it for that long,
+    # the watchdog (20 missed cycles) trips, and afterwards the loop runs on
+    config = hilsim.v1.session_pb2.SessionConfig()
+    config.watchdog.policy = hilsim.v1.types_pb2.WATCHDOG_POLICY_ZERO
+    config.watchdog.missed_cycles_limit = 20
+    with hilsim.SimulationClient(server) as client:
+        created = client.create_session("pendulum", mode="realtime", rate_hz=1000, start=True,
+                                        idle_timeout_s=10.0, config=config)
+        with hilsim.UdpController.for_session("127.0.0.1", created) as udp:
+            state, _ = _pd_for(udp, 0.2)  # the first command arms the watchdog
+            injected = client.inject_fault(created.session_id,
+                                           hilsim.fault("stall", duration_s=0.3))
+            last_seen, longest_gap = time.monotonic(), 0.0
+            end = time.monotonic() + 1.5
+            while time.monotonic() < end:
+                udp.send(40.0 * (0.3 - state.q) - 8.0 * state.v)
+                received = udp.receive(0.02)
+                now = time.monotonic()
+                if received is not None:
+                    longest_gap = max(longest_gap, now - last_seen)
+                    last_seen, state = now, received
+            assert longest_gap > 0.25  # the 300 ms of simulated time run at the wall clock
+            assert state.running and not state.watchdog_tripped
+        stats = client.close_session(created.session_id)
+        assert stats.watchdog.trips >= 1
+        assert stats.faults.states_withheld >= 290
+        assert stats.faults.commands_lost >= 5  # one every 20 ms of silence at least
+        assert stats.faults.started == 1 and stats.faults.ended == 1
+        assert injected.id == 1
