@@ -388,6 +388,7 @@ struct Viewer::Impl {
       *frame.mutable_tau_commanded() = state.tau_commanded();
       *frame.mutable_limit_force() = state.limit_force();
       *frame.mutable_contact_force() = state.contact_force();
+      *frame.mutable_faults() = state.faults();
       watcher.poser->pose(state.q(), &frame);
       v1::SessionStats stats;
       session.fillStats(&stats);

@@ -47,6 +47,10 @@ sessions:
   - {name: linkage, model: four_bar, start: true}
   - {name: meshes, model: mesh_robot, start: false}
   - {name: legs, model: quadruped, start: true}
+  - name: faulty
+    model: pendulum
+    start: true
+    config: {faults: {schedule: [{type: free_joint, joint: hinge}]}}
 """
 
 
@@ -267,6 +271,16 @@ def test_a_joint_at_its_stop_is_marked(server, browser):
              ACTION_TIMEOUT, "a joint row marked at its stop", lambda: page_report(browser))
     counts = browser.evaluate("document.querySelector('#joints tr.at-limit').cells[5].textContent")
     assert re.fullmatch(r"\d+ / [1-9]\d*", counts), counts
+
+
+def test_the_injected_faults_are_listed_and_their_joints_marked(server, browser):
+    switch_to(browser, "5")
+    wait_for(lambda: "free_joint on hinge (#1)" in browser.evaluate(
+        "document.getElementById('faults').textContent"), ACTION_TIMEOUT,
+        "the scheduled fault listed", lambda: page_report(browser))
+    assert browser.evaluate("document.querySelectorAll('#joints tr.faulted').length") == 1
+    assert browser.evaluate("document.querySelector('#joints tr.faulted').cells[1].textContent") \
+        == "hinge"
 
 
 def test_a_closed_loop_is_drawn_with_its_closure(server, browser):

@@ -515,6 +515,14 @@ function updateTable(frame) {
     const stops = entry.vs.reduce((n, i) => n + count(counts.limit_cycles, i), 0);
     cells[3].textContent = saturations || stops ? `${saturations} / ${stops}` : '';
   }
+  // injected faults (ground truth): listed, and the rows of the joints they act on marked
+  const faults = frame.faults || [];
+  const where = (f) => (!f.joint ? '' : f.joint === '*' ? ' on every joint' : ` on ${f.joint}`);
+  $('faults').textContent = faults.length === 0 ? '' : 'injected: ' + faults.map((f) =>
+    `${(f.type || '').replace('FAULT_TYPE_', '').toLowerCase()}${where(f)} (#${f.id})`).join(', ');
+  for (const { entry, row } of rows) {
+    row.classList.toggle('faulted', faults.some((f) => f.joint === '*' || f.joint === entry.name));
+  }
   const c = frame.constraints;
   $('contacts').textContent = c && (c.contacts_active || c.solver_max_iterations)
     ? `contacts ${c.contacts_active || 0}, stops ${c.limits_active || 0}; solver ` +
