@@ -8,6 +8,7 @@
 #include "engine/integrators/simulator.h"
 #include "engine/io/model_loader.h"
 #include "rt/actuator_models.h"
+#include "rt/fault_injection.h"
 #include "rt/joint_drives.h"
 #include "rt/sensor_models.h"
 
@@ -85,6 +86,63 @@ void BM_SensorModels(benchmark::State& state, const char* name) {
   }
 }
 
+// One control cycle of the fault injector: its hooks with no fault (`active` false), or with eight
+// acting at once — drops and delays of commands and states (delay lines of 3 and 2 cycles), a
+// frozen and an offset encoder, a brake, a cut on every drive — the physics-step hook once.
+void BM_FaultInjection(benchmark::State& state, const char* name, bool active) {
+  const auto model = bundled(name);
+  const Eigen::VectorXd q = model->initialConfiguration();
+  const Eigen::VectorXd v = Eigen::VectorXd::Constant(model->nv, 0.1);
+  rt::FaultsConfig config;
+  const auto fault = [](rt::FaultType type, std::string joint) {
+    rt::FaultSpec f;
+    f.type = type;
+    f.start = 0.0;
+    f.joint = std::move(joint);
+    f.rate = 0.3;
+    f.burst = 2;
+    f.cycles = 3;
+    f.value = 0.5;
+    return f;
+  };
+  if (active) {
+    const std::string& last = model->joint_names.back();  // a revolute joint on both models
+    config.schedule = {fault(rt::FaultType::kDropCommands, ""),
+                       fault(rt::FaultType::kDelayCommands, ""),
+                       fault(rt::FaultType::kDropStates, ""),
+                       fault(rt::FaultType::kDelayStates, ""),
+                       fault(rt::FaultType::kFreezeSensor, "*"),
+                       fault(rt::FaultType::kOffsetSensor, last),
+                       fault(rt::FaultType::kLockJoint, last),
+                       fault(rt::FaultType::kCutDrive, "*")};
+  }
+  rt::FaultInjector faults(*model, config, 1e-3, 1e-3, q);
+  rt::Command command;
+  command.nv = model->nv;
+  rt::SensorReadings readings;
+  Eigen::VectorXd tau = Eigen::VectorXd::Constant(model->nv, 1.5);
+  const Eigen::VectorXd truth_tau = tau;
+  const int contacts = static_cast<int>(model->contact_spheres.size());
+  const Eigen::VectorXd forces = Eigen::VectorXd::Constant(3 * std::max(contacts, 1), 10.0);
+  std::int64_t cycle = 0;
+  for (auto _ : state) {
+    faults.beginCycle(cycle, q);
+    const rt::Command* taken = faults.idle() ? &command : faults.filterCommand(&command, cycle);
+    bool withheld = !faults.idle() && faults.withholdState();
+    if (faults.actsOnJoints()) faults.applyToJoints(q, v, tau);
+    bool measured = false;
+    if (faults.actsOnReadings()) {
+      faults.applyToReadings(readings, measured, q.data(), v.data(), truth_tau.data(),
+                             forces.data(), contacts);
+    }
+    benchmark::DoNotOptimize(taken);
+    benchmark::DoNotOptimize(withheld);
+    benchmark::DoNotOptimize(tau.data());
+    benchmark::DoNotOptimize(&readings);
+    ++cycle;
+  }
+}
+
 BENCHMARK_CAPTURE(BM_Rk4Step, iiwa14, "iiwa14");
 BENCHMARK_CAPTURE(BM_Rk4Step, quadruped, "quadruped");
 BENCHMARK_CAPTURE(BM_JointDrives, iiwa14, "iiwa14");
@@ -93,6 +151,10 @@ BENCHMARK_CAPTURE(BM_ActuatorModels, iiwa14, "iiwa14");
 BENCHMARK_CAPTURE(BM_ActuatorModels, quadruped, "quadruped");
 BENCHMARK_CAPTURE(BM_SensorModels, iiwa14, "iiwa14");
 BENCHMARK_CAPTURE(BM_SensorModels, quadruped, "quadruped");
+BENCHMARK_CAPTURE(BM_FaultInjection, iiwa14_none, "iiwa14", false);
+BENCHMARK_CAPTURE(BM_FaultInjection, quadruped_none, "quadruped", false);
+BENCHMARK_CAPTURE(BM_FaultInjection, iiwa14_eight, "iiwa14", true);
+BENCHMARK_CAPTURE(BM_FaultInjection, quadruped_eight, "quadruped", true);
 
 }  // namespace
 
