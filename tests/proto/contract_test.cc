@@ -611,6 +611,8 @@ TEST(Contract, ServiceHasEveryRpcWithItsStreamingShape) {
       {"Control", "Command", "State", true, true},
       {"StreamStates", "StreamStatesRequest", "State", false, true},
       {"GetStats", "SessionRequest", "SessionStats", false, false},
+      {"InjectFault", "InjectFaultRequest", "InjectedFault", false, false},
+      {"ClearFaults", "ClearFaultsRequest", "ClearFaultsResponse", false, false},
   };
   EXPECT_EQ(service->method_count(), static_cast<int>(expected.size()));
   for (const Rpc& rpc : expected) {
