@@ -18,6 +18,9 @@ constexpr std::array<const char*, 10> kTypeNames = {
 
 constexpr std::size_t kRequestCapacity = 64;
 constexpr int kMaxBurst = 1'000'000;
+/// Latest start and longest duration [s of simulation time]: 31 years, far below where a count
+/// of control cycles (at most 10⁴ a second) would leave an int64.
+constexpr double kMaxFaultTime = 1e9;
 
 std::string number(double x) {
   std::ostringstream s;
@@ -136,9 +139,9 @@ ResolvedFault FaultInjector::resolve(const FaultSpec& spec, const std::string& w
   ResolvedFault out;
   out.type = spec.type;
   if (static_cast<std::size_t>(spec.type) >= kTypeNames.size()) fail("unknown fault type");
-  if (!std::isfinite(spec.start)) fail("start must be finite");
-  if (!std::isfinite(spec.duration) || spec.duration < 0.0) {
-    fail("duration " + number(spec.duration) + " s must be ≥ 0 (0: until cleared)");
+  if (!(spec.start <= kMaxFaultTime)) fail("start " + number(spec.start) + " s is above 10⁹ s");
+  if (!(spec.duration >= 0.0 && spec.duration <= kMaxFaultTime)) {
+    fail("duration " + number(spec.duration) + " s must be within 0 (until cleared) and 10⁹ s");
   }
   if (faultNamesJoint(spec.type)) {
     if (spec.joint.empty()) fail("names no joint (a joint's name, or \"*\" for every joint)");
@@ -299,6 +302,9 @@ void FaultInjector::beginCycle(std::int64_t cycle, const Eigen::VectorXd& q) {
       changed = true;
     }
   }
+  int used = 0;
+  for (const Slot& slot : slots_) used += slot.used ? 1 : 0;
+  slots_used_.store(used, std::memory_order_relaxed);
   if (!changed) return;
 
   // what the acting faults do, per DoF and coordinate
@@ -423,7 +429,9 @@ const Command* FaultInjector::filterCommand(const Command* fresh, std::int64_t c
   }
   const Command* released = fresh;
   while (commands_in_line_ > 0 && command_line_[command_head_].due <= cycle) {
-    released = &command_line_[command_head_].command;  // the newest due one wins
+    // the newest due one wins (several fall due at once when a delay shrinks): the others lost
+    if (released != nullptr) commands_lost_.fetch_add(1, std::memory_order_relaxed);
+    released = &command_line_[command_head_].command;
     command_head_ = (command_head_ + 1) % capacity;
     --commands_in_line_;
   }
@@ -517,8 +525,14 @@ void FaultInjector::applyToReadings(SensorReadings& readings, bool& measured, co
 }
 
 void FaultInjector::reset() {
-  FaultRequest request;
-  while (requests_.tryPop(request)) {
+  {
+    // injected faults are forgotten, and the ids start again after the schedule's (an id seeds
+    // its fault's draws: a run after a reset draws as the first)
+    std::lock_guard lock(producer_mutex_);
+    FaultRequest request;
+    while (requests_.tryPop(request)) {
+    }
+    next_id_.store(static_cast<std::uint32_t>(schedule_.size() + 1));
   }
   for (Slot& slot : slots_) slot.used = slot.acting = false;
   for (const ResolvedFault& fault : schedule_) place(fault, 0);
@@ -543,6 +557,7 @@ void FaultInjector::reset() {
     counter->store(0, std::memory_order_relaxed);
   }
   active_count_.store(0, std::memory_order_relaxed);
+  slots_used_.store(static_cast<int>(schedule_.size()), std::memory_order_relaxed);
 }
 
 }  // namespace hilsim::rt

@@ -161,6 +161,12 @@ class FaultInjector {
   bool clear(std::uint32_t id);
   /// Since start or reset; any thread.
   FaultStats stats() const;
+  /// The table holds kMaxInjectedFaults faults with those waiting to enter it (any thread; as of
+  /// the last cycle run).
+  bool tableFull() const {
+    return slots_used_.load(std::memory_order_relaxed) +
+               static_cast<int>(requests_.sizeApprox()) >= kMaxInjectedFaults;
+  }
   int maxDelayCycles() const { return max_delay_; }
 
   // ---- the thread that runs the session ----
@@ -256,6 +262,7 @@ class FaultInjector {
   std::atomic<std::uint64_t> started_{0}, ended_{0}, commands_lost_{0}, commands_delayed_{0},
       states_withheld_{0}, refused_{0};
   std::atomic<std::int32_t> active_count_{0};
+  std::atomic<int> slots_used_{0};  // scheduled and injected faults in the table
 };
 
 }  // namespace hilsim::rt

@@ -326,14 +326,26 @@ bool SessionCore::pushCommand(const Command& command) {
 }
 
 std::uint32_t SessionCore::injectFault(const FaultSpec& spec) {
+  const std::string where = std::string("fault (") + faultTypeName(spec.type) + ")";
   ResolvedFault fault;
   try {
-    fault = faults_.resolve(spec, std::string("fault (") + faultTypeName(spec.type) + ")");
+    fault = faults_.resolve(spec, where);
   } catch (const std::invalid_argument& e) {
     throw SessionError(e.what());
   }
+  const double now = sim_time_.load(std::memory_order_relaxed);
+  if (spec.start >= 0.0 && spec.duration > 0.0 && spec.start + spec.duration <= now) {
+    std::ostringstream why;
+    why << where << ": it would end at t = " << spec.start + spec.duration
+        << " s, and the session is at t = " << now << " s";
+    throw SessionError(why.str());
+  }
+  if (faults_.tableFull()) {
+    throw SessionBusyError(where + ": the session holds " + std::to_string(kMaxInjectedFaults) +
+                           " faults already (scheduled and injected): clear one first");
+  }
   const std::uint32_t id = faults_.inject(fault);
-  if (id == 0) throw SessionError("fault: too many requests waiting for the next cycle");
+  if (id == 0) throw SessionBusyError(where + ": too many requests wait for the next cycle");
   if (config_.mode == SessionMode::kLockstep) wakeRunner();
   return id;
 }
@@ -443,20 +455,27 @@ bool SessionCore::cycle(const Command* fresh, Nanoseconds now, bool use_watchdog
     }
   }
   // an injected fault may lose the command, or hand over one that arrived cycles ago
-  const Command* taken = faults_.idle() ? fresh : faults_.filterCommand(fresh, static_cast<std::int64_t>(cycle_));
+  const Command* taken =
+      faults_.idle() ? fresh : faults_.filterCommand(fresh, static_cast<std::int64_t>(cycle_));
+  // lockstep keeps its protocol whatever the faults do: the cycles run belong to the command
+  // that asked for them (the fresh one, else the one running) and its answer echoes it; only
+  // set-points are lost or late
+  const Command& running = fresh != nullptr ? *fresh : current_;
+  const std::uint64_t echo_sequence = running.sequence;
+  const Nanoseconds echo_client_time = running.client_send_time;
+  const Nanoseconds echo_receive_time = running.receive_time;
+  const std::uint32_t echo_steps = running.steps;
   if (taken != nullptr) {
     current_ = *taken;
     held_tau_ = Eigen::Map<const Eigen::VectorXd>(taken->tau.data(), model.nv);
     held_wrench_ = Eigen::Map<const Vector6>(taken->base_wrench.data());
     commands_applied_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (fresh != nullptr && taken != fresh && config_.mode == SessionMode::kLockstep) {
-    // lockstep keeps its protocol: the command's cycles run and its answer echoes it, only its
-    // set-points were lost or are late
-    current_.sequence = fresh->sequence;
-    current_.client_send_time = fresh->client_send_time;
-    current_.receive_time = fresh->receive_time;
-    current_.steps = fresh->steps;
+  if (taken != fresh && config_.mode == SessionMode::kLockstep) {
+    current_.sequence = echo_sequence;
+    current_.client_send_time = echo_client_time;
+    current_.receive_time = echo_receive_time;
+    current_.steps = echo_steps;
   }
 
   WatchdogAction action = taken ? WatchdogAction::kApplyCommand : WatchdogAction::kHoldLast;

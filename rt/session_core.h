@@ -148,6 +148,12 @@ class SessionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A request the session cannot take now, for want of room (a full table or channel).
+class SessionBusyError : public SessionError {
+ public:
+  using SessionError::SessionError;
+};
+
 struct SessionStats {
   SessionState state = SessionState::kCreated;
   SessionMode mode = SessionMode::kRealtime;
@@ -202,7 +208,8 @@ class SessionCore {
 
   /// Injects a fault (non-RT side): it takes effect at the next control cycle run, or at
   /// spec.start when that is later. Returns its id; throws SessionError naming what is wrong
-  /// with the spec, or when the request channel is full.
+  /// with the spec (or that its span is already over), SessionBusyError when the session's
+  /// table of faults or its request channel is full.
   std::uint32_t injectFault(const FaultSpec& spec);
   /// Ends fault `id` (0: every fault, scheduled ones included) at the next control cycle run.
   /// False when the request channel is full.

@@ -265,9 +265,10 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
                        command_.steps();
         session_->session().requestSteps(command_.steps());
       } else {
-        v1::State latest;
-        session_->latestState(&latest);
-        offer(latest, &counters);
+        // the newest state, unless an injected fault withholds it (offer checks)
+        direct_ = session_->session().latestState();
+        direct_.state = session_->session().state();
+        offer(direct_, &counters);
       }
     } else if (lockstep) {
       pending_.push_back(command_.sequence());

@@ -202,10 +202,10 @@ grpc::ServerUnaryReactor* SimulationService::InjectFault(grpc::CallbackServerCon
     std::uint32_t id = 0;
     try {
       id = session->session().injectFault(spec);
+    } catch (const rt::SessionBusyError& e) {
+      return Status(grpc::StatusCode::RESOURCE_EXHAUSTED, e.what());
     } catch (const rt::SessionError& e) {
-      const bool busy = std::string_view(e.what()).find("too many requests") != std::string_view::npos;
-      return Status(busy ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::INVALID_ARGUMENT,
-                    e.what());
+      return invalid(e.what());
     }
     *response = request->fault();
     response->set_id(id);

@@ -314,7 +314,8 @@ void ServerSession::toState(const rt::StateSnapshot& s, v1::State* out, bool gro
   out->set_watchdog_tripped(s.watchdog_tripped);
   // sparse: the commanded forces when a drive cut them, the stops' forces when one pushes
   const auto n = static_cast<std::ptrdiff_t>(s.nv);
-  if (extras_.tau_commanded &&
+  // (ground truth: also where an injected fault cut, freed or locked a joint of any model)
+  if ((extras_.tau_commanded || ground_truth) &&
       !std::equal(s.tau_commanded.begin(), s.tau_commanded.begin() + n, s.tau.begin())) {
     out->mutable_tau_commanded()->Assign(s.tau_commanded.begin(), s.tau_commanded.begin() + n);
   } else {

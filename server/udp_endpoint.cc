@@ -277,8 +277,15 @@ void UdpEndpoint::onState(const rt::StateSnapshot& state, bool state_changed) {
 
 void UdpEndpoint::sendLocked(const rt::StateSnapshot& state, const Endpoint& to,
                              bool from_publisher) {
-  // an injected fault lost it on its way (SessionStats.faults.states_withheld counts it)
-  if (state.withheld && state.state == rt::SessionState::kRunning) return;
+  // an injected fault lost it on its way (SessionStats.faults.states_withheld counts it, not
+  // states_skipped: the gap it leaves starts after it)
+  if (state.withheld && state.state == rt::SessionState::kRunning) {
+    if (from_publisher && (!has_gap_base_ || state.cycle > gap_base_)) {
+      gap_base_ = state.cycle;
+      has_gap_base_ = true;
+    }
+    return;
+  }
   if (from_publisher && mode_ == rt::SessionMode::kRealtime && has_gap_base_ &&
       state.cycle > gap_base_ + 1) {
     // cycles published while the previous state was on its way: the newest won

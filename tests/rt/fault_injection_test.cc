@@ -128,6 +128,27 @@ TEST(FaultInjector, DelayedCommandsApplyTheirCyclesLateWhileLockstepEchoesStayCu
   EXPECT_EQ(s.stats().faults.commands_delayed, static_cast<std::uint64_t>(kCommands));
 }
 
+// Commands of two cycles each under a delay of two: the set-points of command k arrive in the
+// first cycle of command k + 1, and each answer still echoes the command whose cycles it ends.
+TEST(FaultInjector, LateSetPointsNeverTakeAnotherCommandsAnswer) {
+  SessionConfig c = lockstep(pendulum());
+  FaultSpec delay = spec(FaultType::kDelayCommands, 0.0, 0.0);
+  delay.cycles = 2;
+  c.faults.schedule = {delay};
+  Session s(c);
+  ASSERT_TRUE(s.start());
+  for (int k = 1; k <= 20; ++k) {
+    Command command = torque(s.model(), static_cast<std::uint64_t>(k), 1.0 * k);
+    command.steps = 2;
+    ASSERT_TRUE(s.pushCommand(command));
+    ASSERT_TRUE(s.waitForCycle(2 * static_cast<std::uint64_t>(k), kSecond));
+    const StateSnapshot state = s.latestState();
+    EXPECT_EQ(state.command_sequence, static_cast<std::uint64_t>(k)) << k;
+    EXPECT_EQ(state.command_steps_left, 0u) << k;
+    EXPECT_EQ(state.tau_commanded[0], 1.0 * (k - 1)) << k;
+  }
+}
+
 // Scheduled faults act over whole cycles from their start on the simulation clock, show in the
 // states (their id, type and joint), and are counted; free_joint and cut_drive change what the
 // joint gets (State.tau) and not what was asked (tau_commanded).
@@ -314,6 +335,7 @@ TEST(FaultInjector, OnDemandFaultsActFromTheNextCycleUntilCleared) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   };
+  refused(spec(FaultType::kStall, 0.001, 0.002), "it would end at t = 0.003 s, and the session is at");
   refused(spec(FaultType::kLockJoint, -1.0, 0.0, "elbow"), "has no joint 'elbow'");
   refused(spec(FaultType::kLockJoint, -1.0, 0.0), "names no joint");
   refused(spec(FaultType::kStall, -1.0, 0.0, "hinge"), "names no joint");
@@ -326,7 +348,24 @@ TEST(FaultInjector, OnDemandFaultsActFromTheNextCycleUntilCleared) {
   FaultSpec cut = spec(FaultType::kCutDrive, -1.0, 0.0, "hinge");
   cut.value = 1.5;
   refused(cut, "outside [0, 1]");
-  refused(spec(FaultType::kFreeJoint, -1.0, -1.0, "hinge"), "duration -1 s must be ≥ 0");
+  refused(spec(FaultType::kFreeJoint, -1.0, -1.0, "hinge"), "duration -1 s must be within 0");
+  refused(spec(FaultType::kFreeJoint, -1.0, 1e300, "hinge"), "duration 1e+300 s");
+  refused(spec(FaultType::kFreeJoint, std::nan(""), 0.0, "hinge"), "start nan s");
+
+  // the table holds 32 faults, those waiting for the next cycle included
+  for (int k = 0; k < kMaxInjectedFaults; ++k) s.injectFault(spec(FaultType::kStall, 10.0, 1.0));
+  try {
+    s.injectFault(spec(FaultType::kStall, 10.0, 1.0));
+    ADD_FAILURE() << "a 33rd fault accepted";
+  } catch (const SessionBusyError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 32 faults already"), std::string::npos) << e.what();
+  }
+  // a reset forgets them, and ids start again after the schedule's
+  s.reset();
+  ASSERT_TRUE(s.start());
+  EXPECT_EQ(s.injectFault(spec(FaultType::kStall, -1.0, 0.0)), 1u);
+  run(s, 1, [](int) { return 0.0; });
+  EXPECT_EQ(s.stats().faults.started, 1u);
 }
 
 TEST(FaultInjector, ScheduleEntriesAreCheckedWhenTheSessionIsMade) {

@@ -499,14 +499,30 @@ TEST_F(ServerTest, InjectedFaultsReachTheControllerAndShowInTheGroundTruth) {
   ASSERT_TRUE(stream->Read(&state));
   // commands of one cycle each; the states of cycle indices 10 … 19 (cycles 11 … 20) are lost:
   // each command up to the 10th is answered, the next ten are not, the 21st is again
-  command.add_tau(0.5);
+  // (a sync in the window is not answered either: the next state read is cycle 21's)
   for (std::uint64_t k = 1; k <= 21; ++k) {
-    command.set_sequence(k + 1);
+    if (k == 21) {
+      // once cycle 20 ran (its state withheld), a sync: it would be answered with that state
+      v1::SessionRequest get;
+      get.set_session_id(id);
+      v1::SessionInfo info;
+      const rt::Nanoseconds give_up = rt::monotonicNow() + 5 * rt::kNanosecondsPerSecond;
+      do {
+        ASSERT_TRUE(stub_->GetSession(context().get(), get, &info).ok());
+      } while (info.latest_state().cycle() < 20 && rt::monotonicNow() < give_up);
+      ASSERT_EQ(info.latest_state().cycle(), 20u);
+      command.clear_tau();
+      command.set_sequence(10 * k - 5);
+      ASSERT_TRUE(stream->Write(command));
+    }
+    command.clear_tau();
+    command.add_tau(0.5);
+    command.set_sequence(10 * k);
     ASSERT_TRUE(stream->Write(command));
     if (k > 10 && k <= 20) continue;
     ASSERT_TRUE(stream->Read(&state));
     EXPECT_EQ(state.cycle(), k);
-    EXPECT_EQ(state.command_sequence(), k + 1);
+    EXPECT_EQ(state.command_sequence(), 10 * k);
   }
   call->TryCancel();
   stream->Finish();

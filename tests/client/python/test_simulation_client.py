@@ -214,3 +214,47 @@ def test_an_injected_fault_shows_in_the_ground_truth_until_cleared(client):
     assert "no joint 'elbow'" in refused.value.message
     with pytest.raises(ValueError):
         hilsim.fault("explode")
+
+
+def test_sensor_command_and_joint_faults_over_the_wire(client):
+    # a swinging pendulum in lockstep, one fault after another; each Step's answer (what the
+    # controller gets) against the ground-truth stream's state of the same cycle
+    config = hilsim.v1.session_pb2.SessionConfig(initial_q=[0.5])
+    faults = [hilsim.fault("freeze_sensor", joint="hinge", start_s=0.020, duration_s=0.010),
+              hilsim.fault("offset_sensor", joint="hinge", start_s=0.040, duration_s=0.010,
+                           value=0.125),
+              hilsim.fault("delay_states", start_s=0.060, duration_s=0.010, cycles=4),
+              hilsim.fault("delay_commands", start_s=0.080, duration_s=0.010, cycles=3),
+              hilsim.fault("free_joint", joint="hinge", start_s=0.100, duration_s=0.010)]
+    created = client.create_session("pendulum", mode="lockstep", start=True, config=config,
+                                    faults=faults)
+    sid = created.session_id
+    truth_stream = client.stream_states(sid, ground_truth=True)
+    truths = iter(truth_stream)
+    seen, truth = {}, {}
+    for k in range(1, 121):
+        seen[k] = client.step(sid, [0.01 * k])
+        truth[k] = next(s for s in truths if s.cycle == k)
+    truth_stream.cancel()
+    for k in range(1, 121):
+        index, state = k - 1, seen[k]  # the state of cycle k ends cycle index k − 1
+        if 20 <= index < 30:
+            assert state.measured and state.q[0] == truth[21].q[0], k  # frozen at onset
+            assert truth[k].faults[0].type == "freeze_sensor"
+        elif 40 <= index < 50:
+            assert state.measured and state.q[0] == truth[k].q[0] + 0.125, k
+        elif 60 <= index < 70:
+            assert state.measured and state.q[0] == truth[k - 4].q[0], k
+        else:
+            assert not state.measured and state.q[0] == truth[k].q[0], k
+        if 80 <= index < 83:  # nothing due yet: the last command before the delay holds
+            assert truth[k].tau[0] == pytest.approx(0.80), k
+        elif 83 <= index < 90:
+            assert truth[k].tau[0] == pytest.approx(0.01 * (k - 3)), k
+        elif 100 <= index < 110:
+            assert truth[k].tau[0] == 0.0 and truth[k].tau_commanded[0] == pytest.approx(0.01 * k)
+        else:
+            assert truth[k].tau[0] == pytest.approx(0.01 * k), k
+    stats = client.get_stats(sid)
+    assert stats.faults.started == 5 and stats.faults.ended == 5
+    assert stats.faults.commands_delayed == 10
