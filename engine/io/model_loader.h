@@ -46,12 +46,36 @@ struct ModelLimits {
 /// or writes to stderr on bad input.
 Model loadModel(const std::string& path_or_name, const ModelLimits& limits = {});
 
+/// What a URDF link's inertia may be (docs/MODEL_FORMAT.md, "Inertia policy"). Vendor files
+/// often give principal moments that break the triangle inequality by a few percent; the dynamics
+/// are defined all the same while the inertia is positive (semi-)definite.
+enum class InertiaPolicy {
+  kAsGiven,  ///< loaded as written, one Model::load_warnings line per such link (the default)
+  kBalance,  ///< the two smaller principal moments raised until they keep it (Inertia::balanced),
+             ///< one warning line per link saying by how much
+  kStrict,   ///< refused, naming the link (the rigid-body condition)
+};
+
+/// "as_given", "balance", "strict".
+const char* inertiaPolicyName(InertiaPolicy policy);
+
+/// How a URDF is read beyond its own text.
+struct UrdfOptions {
+  bool floating_base = false;  ///< a free joint between the world and the root link
+  InertiaPolicy inertia = InertiaPolicy::kAsGiven;
+};
+
 /// Loads a URDF file. `floating_base` puts a free joint between the world and the root link.
 Model loadUrdf(const std::string& path, bool floating_base = false,
+               const ModelLimits& limits = {});
+Model loadUrdf(const std::string& path, const UrdfOptions& options,
                const ModelLimits& limits = {});
 
 /// Parses URDF text; `source_name` is used in error messages.
 Model loadUrdfString(const std::string& urdf_xml, bool floating_base = false,
+                     const std::string& source_name = "<string>",
+                     const ModelLimits& limits = {});
+Model loadUrdfString(const std::string& urdf_xml, const UrdfOptions& options,
                      const std::string& source_name = "<string>",
                      const ModelLimits& limits = {});
 

@@ -91,8 +91,11 @@ struct JointElement {
 
 class UrdfReader {
  public:
-  UrdfReader(std::string source, bool floating_base, const ModelLimits& limits)
-      : source_(std::move(source)), floating_base_(floating_base), limits_(limits) {}
+  UrdfReader(std::string source, const UrdfOptions& options, const ModelLimits& limits)
+      : source_(std::move(source)),
+        floating_base_(options.floating_base),
+        inertia_policy_(options.inertia),
+        limits_(limits) {}
 
   Model read(const std::string& xml) {
     if (xml.size() > limits_.max_text_bytes)
@@ -112,7 +115,9 @@ class UrdfReader {
     if (const char* name = robot->Attribute("name"); name && *name) name_ = name;
     readElements(*robot);
     const std::vector<int> order = treeOrder();
-    return convert(order);
+    Model model = convert(order);
+    model.load_warnings = std::move(warnings_);
+    return model;
   }
 
  private:
@@ -701,23 +706,43 @@ class UrdfReader {
       }
       b.inertia = Inertia();
     }
-    for (const BodySpec& b : specs) {
+    for (BodySpec& b : specs) {
       if (!b.joint) continue;
-      const std::string why = b.inertia.validate();
-      if (why.empty()) continue;
       std::string element = linkRef(b.name);
       if (const auto w = welded.find(b.name); w != welded.end()) {
         element += " (with welded links";
         for (const std::string& name : w->second) element += " '" + printable(name) + "'";
         element += ")";
       }
-      fail(links_[link_index_.at(b.name)].line, element, why);
+      const int line = links_[link_index_.at(b.name)].line;
+      // undefined dynamics are refused whatever the policy; a rigid body's triangle inequality
+      // only under `strict` (vendor files often break it by a few percent)
+      const std::string why = inertia_policy_ == InertiaPolicy::kStrict
+                                  ? b.inertia.validate()
+                                  : b.inertia.validateDefinite();
+      if (!why.empty()) fail(line, element, why);
+      const double excess = b.inertia.triangleExcess();
+      const double scale = std::max(1.0, b.inertia.inertia_com.cwiseAbs().maxCoeff());
+      if (inertia_policy_ == InertiaPolicy::kStrict || !(excess > 1e-9 * scale)) continue;
+      std::ostringstream note;
+      note << source_ << ":" << line << ": " << element << ": principal moments break the "
+           << "triangle inequality by " << excess << " kg·m²";
+      if (inertia_policy_ == InertiaPolicy::kBalance) {
+        b.inertia = b.inertia.balanced();
+        note << "; balanced: the two smaller moments raised by " << 0.5 * excess << " kg·m² each";
+      } else {
+        b.inertia_as_given = true;
+        note << "; loaded as given (inertia: balance or strict to change that)";
+      }
+      warnings_.push_back(note.str());
     }
   }
 
   std::string source_;
   bool floating_base_;
+  InertiaPolicy inertia_policy_;
   ModelLimits limits_;
+  mutable std::vector<std::string> warnings_;  // Model::load_warnings (gathered while reading)
   std::string name_ = "urdf";
   std::vector<LinkElement> links_;
   std::vector<JointElement> joints_;
@@ -729,14 +754,30 @@ class UrdfReader {
 
 }  // namespace
 
-Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
+const char* inertiaPolicyName(InertiaPolicy policy) {
+  switch (policy) {
+    case InertiaPolicy::kAsGiven: return "as_given";
+    case InertiaPolicy::kBalance: return "balance";
+    case InertiaPolicy::kStrict: return "strict";
+  }
+  return "?";
+}
+
+Model loadUrdfString(const std::string& urdf_xml, const UrdfOptions& options,
                      const std::string& source_name, const ModelLimits& limits) {
   try {
-    return UrdfReader(source_name, floating_base, limits).read(urdf_xml);
+    return UrdfReader(source_name, options, limits).read(urdf_xml);
   } catch (const std::exception& e) {
     // names quoted by the model builder are the file's text too
     throw ModelError(io_detail::oneLine(e.what()));
   }
+}
+
+Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
+                     const std::string& source_name, const ModelLimits& limits) {
+  UrdfOptions options;
+  options.floating_base = floating_base;
+  return loadUrdfString(urdf_xml, options, source_name, limits);
 }
 
 namespace {
@@ -775,8 +816,14 @@ std::string findMeshFile(const std::filesystem::path& directory, const std::stri
 }  // namespace
 
 Model loadUrdf(const std::string& path, bool floating_base, const ModelLimits& limits) {
-  Model model = loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes),
-                               floating_base, path, limits);
+  UrdfOptions options;
+  options.floating_base = floating_base;
+  return loadUrdf(path, options, limits);
+}
+
+Model loadUrdf(const std::string& path, const UrdfOptions& options, const ModelLimits& limits) {
+  Model model = loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes), options,
+                               path, limits);
   const std::filesystem::path directory = std::filesystem::path(path).parent_path();
   for (VisualShape& visual : model.visuals) {
     if (visual.geometry == VisualShape::Geometry::kMesh) {

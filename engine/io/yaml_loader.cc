@@ -35,7 +35,7 @@ using Keys = std::span<const std::string_view>;
 // Top-level keys and their meaning are listed in docs/MODEL_FORMAT.md; keep the two in sync.
 constexpr std::string_view kTopLevelKeys[] = {
     "version", "name",  "gravity", "bodies",  "urdf",
-    "floating_base", "loops", "forces", "initial", "stabilisation", "generate",
+    "floating_base", "inertia", "loops", "forces", "initial", "stabilisation", "generate",
     "limits", "ground", "contacts", "softness", "solver"};
 // limits, ground contact and their solver (docs/CONTACT.md, docs/MODEL_FORMAT.md)
 constexpr std::string_view kGroundKeys[] = {"height", "friction", "enabled"};
@@ -174,6 +174,9 @@ class YamlModelReader {
     if (top.has("floating_base") && !top.has("urdf"))
       fail(top.at("floating_base"), "floating_base",
            "only applies to a 'urdf' wrapper; a native model declares a 'free' joint instead");
+    if (top.has("inertia") && !top.has("urdf"))
+      fail(top.at("inertia"), "inertia",
+           "only applies to a 'urdf' wrapper; a native model's inertias must be a rigid body's");
 
     Model model;
     if (top.has("urdf")) {
@@ -605,10 +608,18 @@ class YamlModelReader {
   Model readUrdfWrapper(const Mapping& top) const {
     const YAML::Node& node = top.at("urdf");
     const std::filesystem::path path = namedFile(node, "urdf", base_directory_);
-    const bool floating =
+    UrdfOptions options;
+    options.floating_base =
         top.has("floating_base") && boolean(top.at("floating_base"), "floating_base");
+    if (top.has("inertia")) {
+      const std::string policy = text(top.at("inertia"), "inertia");
+      if (policy == "as_given") options.inertia = InertiaPolicy::kAsGiven;
+      else if (policy == "balance") options.inertia = InertiaPolicy::kBalance;
+      else if (policy == "strict") options.inertia = InertiaPolicy::kStrict;
+      else fail(top.at("inertia"), "inertia", "'" + policy + "': as_given, balance or strict");
+    }
     try {
-      return loadUrdf(path.lexically_normal().string(), floating, limits_);
+      return loadUrdf(path.lexically_normal().string(), options, limits_);
     } catch (const ModelError& e) {
       fail(node, "urdf", e.what());
     }

@@ -134,9 +134,10 @@ Model rotatedRobotByHand(bool floating_base) {
 // Loading `xml` must throw a one-line ModelError naming bad.urdf (and a line, where the problem
 // has one) and containing every `part`. Returns the message.
 std::string expectUrdfError(const std::string& xml, std::initializer_list<std::string> parts,
-                            bool floating_base = false, const ModelLimits& limits = {}) {
+                            bool floating_base = false, const ModelLimits& limits = {},
+                            InertiaPolicy inertia = InertiaPolicy::kAsGiven) {
   try {
-    loadUrdfString(xml, floating_base, "bad.urdf", limits);
+    loadUrdfString(xml, UrdfOptions{floating_base, inertia}, "bad.urdf", limits);
     ADD_FAILURE() << "no error for:\n" << xml;
   } catch (const ModelError& e) {
     const std::string message = e.what();
@@ -411,16 +412,56 @@ TEST(UrdfLoaderErrors, NonPsdInertia) {
                   {"link 'b'", "positive semi-definite"});
 }
 
-TEST(UrdfLoaderErrors, TriangleInequalityViolation) {
+TEST(UrdfLoaderErrors, TriangleInequalityViolationUnderTheStrictPolicy) {
   expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
                         link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3)))),
-                  {"link 'b'", "triangle"});
+                  {"link 'b'", "triangle"}, false, {}, InertiaPolicy::kStrict);
   // a bad welded link is reported with the body it is welded to
   expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
                         link("b") + joint("w", "fixed", "b", "c") +
                         link("c", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3)))),
-                  {"link 'b' (with welded links 'c')", "triangle"});
+                  {"link 'b' (with welded links 'c')", "triangle"}, false, {},
+                  InertiaPolicy::kStrict);
 }
+
+// Vendor URDFs often give principal moments that break the triangle inequality by a few percent;
+// the dynamics are defined (positive definite): loaded as given with a warning naming the link,
+// or balanced (the two smaller moments raised by half the excess each) on request. A tensor that
+// is not positive semi-definite stays refused whatever the policy.
+TEST(UrdfLoader, InertiaThatBreaksTheTriangleInequalityLoadsByPolicy) {
+  const std::string xml =
+      robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+            link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3))));
+  const Model given = loadUrdfString(xml, UrdfOptions{}, "vendor.urdf");
+  ASSERT_EQ(given.load_warnings.size(), 1u);
+  EXPECT_NE(given.load_warnings[0].find("vendor.urdf:"), std::string::npos);
+  EXPECT_NE(given.load_warnings[0].find("link 'b'"), std::string::npos) << given.load_warnings[0];
+  EXPECT_NE(given.load_warnings[0].find("by 1 kg·m²; loaded as given"), std::string::npos)
+      << given.load_warnings[0];
+  EXPECT_EQ(given.inertias[1].inertia_com.diagonal(), Vector3(1, 1, 3));
+
+  const Model balanced =
+      loadUrdfString(xml, UrdfOptions{false, InertiaPolicy::kBalance}, "vendor.urdf");
+  ASSERT_EQ(balanced.load_warnings.size(), 1u);
+  EXPECT_NE(balanced.load_warnings[0].find("raised by 0.5 kg·m² each"), std::string::npos)
+      << balanced.load_warnings[0];
+  EXPECT_TRUE(balanced.inertias[1].inertia_com.isApprox(Vector3(1.5, 1.5, 3).asDiagonal().toDenseMatrix(), 1e-14));
+  EXPECT_EQ(balanced.inertias[1].validate(), "");
+
+  // a sound link: no warning under any policy
+  const std::string sound =
+      robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+            link("b", kGoodInertial));
+  for (const InertiaPolicy policy :
+       {InertiaPolicy::kAsGiven, InertiaPolicy::kBalance, InertiaPolicy::kStrict}) {
+    EXPECT_TRUE(loadUrdfString(sound, UrdfOptions{false, policy}).load_warnings.empty())
+        << inertiaPolicyName(policy);
+  }
+  expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+                        link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 1, 2, 0, 0)))),
+                  {"link 'b'", "positive semi-definite"}, false, {}, InertiaPolicy::kBalance);
+}
+
 
 TEST(UrdfLoaderErrors, UnknownParent) {
   expectUrdfError(robot(link("a") + link("b") + joint("j", "fixed", "zz", "b")),

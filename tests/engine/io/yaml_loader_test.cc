@@ -250,6 +250,28 @@ TEST(YamlLoader, YamlAndUrdfOfTheSameRobotHaveTheSameDynamics) {
   }
 }
 
+// The wrapper names the URDF inertia policy (docs/MODEL_FORMAT.md): a vendor link whose moments
+// break the triangle inequality loads as given by default, balanced or refused on request.
+TEST(YamlLoader, UrdfWrapperTakesTheInertiaPolicy) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "hilsim_yaml_inertia_policy";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "vendor.urdf")
+      << "<robot name='vendor'><link name='a'/><joint name='j' type='continuous'><parent "
+         "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass "
+         "value='1'/><inertia ixx='1' iyy='1' izz='3' ixy='0' ixz='0' iyz='0'/></inertial>"
+         "</link></robot>\n";
+  const Model given = loadYamlString("urdf: vendor.urdf\n", dir.string());
+  ASSERT_EQ(given.load_warnings.size(), 1u);
+  EXPECT_EQ(given.inertias[1].inertia_com(0, 0), 1.0);
+  const Model balanced = loadYamlString("urdf: vendor.urdf\ninertia: balance\n", dir.string());
+  EXPECT_EQ(balanced.inertias[1].inertia_com(0, 0), 1.5);
+  expectYamlError("urdf: vendor.urdf\ninertia: strict\n", {"urdf: ", "triangle"}, dir.string());
+  expectYamlError("urdf: vendor.urdf\ninertia: loose\n",
+                  {"inertia: 'loose': as_given, balance or strict"}, dir.string());
+  expectYamlError(oneBody() + "inertia: balance\n", {"inertia: only applies to a 'urdf' wrapper"});
+}
+
 TEST(YamlLoader, UrdfWrapper) {
   const Model arm = loadYamlString(
       "urdf: iiwa14.urdf\nfloating_base: true\ngravity: [0, 0, -1.62]\nname: moon_arm\n",
