@@ -98,19 +98,37 @@ void runSelected(const std::vector<Command>& commands, std::ostream& out) {
   }
 }
 
+/// --floating-base and --inertia: how a URDF model is read (docs/MODEL_FORMAT.md).
+struct UrdfArgs {
+  bool floating_base = false;
+  std::string inertia;
+};
+
+void addUrdfOptions(CLI::App* command, UrdfArgs& args) {
+  command->add_flag("--floating-base", args.floating_base,
+                    "A URDF's root link on a free joint (a YAML model says so itself)");
+  command->add_option("--inertia", args.inertia,
+                      "A URDF link whose principal moments break the triangle inequality: "
+                      "as_given (default, with a warning), balance or strict")
+      ->type_name("POLICY");
+}
+
 // hilsim info
 Command addInfoCommand(CLI::App& app) {
   struct Args {
     std::string model;
     bool json = false;
+    UrdfArgs urdf;
   };
   auto args = std::make_shared<Args>();
   CLI::App* info = app.add_subcommand("info", "Describe a model: sizes, mass, gravity, joints");
   info->add_option("-m,--model", args->model, "Model file (.urdf, .yaml) or bundled model name")
       ->required();
   info->add_flag("--json", args->json, "Print one JSON document instead of text");
+  addUrdfOptions(info, args->urdf);
   return {info, [args](std::ostream& out) {
-            const auto model = loadModelOrThrow(args->model);
+            const auto model = loadModelOrThrow(
+                args->model, urdfOptionsOrThrow(args->urdf.floating_base, args->urdf.inertia));
             writeModelInfo(*model, args->json, out, modelSource(args->model));
           }};
 }
@@ -126,6 +144,7 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
   struct Args {
     std::string model, solver = "aba", input, output;
     bool inverse = false;
+    UrdfArgs urdf;
   };
   auto args = std::make_shared<Args>();
   CLI::App* eval = app.add_subcommand(
@@ -139,9 +158,11 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
       ->required();
   eval->add_flag("--inverse", args->inverse,
                  "Inverse dynamics (RNEA): rows q, v, qdd -> tau; --solver is ignored");
+  addUrdfOptions(eval, args->urdf);
   return {eval, [args](std::ostream& out) {
             const Formulation formulation = parseSolverOrThrow(args->solver);
-            const auto model = loadModelOrThrow(args->model);
+            const auto model = loadModelOrThrow(
+                args->model, urdfOptionsOrThrow(args->urdf.floating_base, args->urdf.inertia));
             const int rows =
                 evalCsv(*model, formulation, args->inverse, args->input, args->output);
             // what was written where: the output file holds only the numbers
@@ -156,6 +177,7 @@ struct SimulateArgs {
   std::string model = defaultModelOrEmpty(), solver = "aba", integrator = "rk4";
   std::string dt = "0.001", duration = "1.0", output, q0, v0, tau;
   int threads = 1;
+  UrdfArgs urdf;
 };
 
 void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
@@ -175,7 +197,8 @@ void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
   if (options.duration < 0.0) {
     throw CliError("--duration must be >= 0, got " + args.duration, kExitUsage);
   }
-  const auto model = loadModelOrThrow(args.model);
+  const auto model =
+      loadModelOrThrow(args.model, urdfOptionsOrThrow(args.urdf.floating_base, args.urdf.inertia));
   const SimulateSummary summary = simulate(model, options);
   writeSimulateSummary(*model, options, summary, out);
 }
@@ -189,6 +212,7 @@ Command addSimulateCommand(CLI::App& app, const std::string& solver_help) {
       "summary");
   sim->add_option("-m,--model", args->model, "Model file or bundled model name")
       ->capture_default_str();
+  addUrdfOptions(sim, args->urdf);
   sim->add_option("-s,--solver", args->solver, solver_help)
       ->capture_default_str();
   sim->add_option("-I,--integrator", args->integrator,

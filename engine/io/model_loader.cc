@@ -61,8 +61,14 @@ std::vector<fs::path> searchDirectories() {
   return dirs;
 }
 
-Model loadFile(const std::string& path, const std::string& extension, const ModelLimits& limits) {
-  if (extension == ".urdf") return loadUrdf(path, false, limits);
+Model loadFile(const std::string& path, const std::string& extension, const UrdfOptions& options,
+               const ModelLimits& limits) {
+  if (extension == ".urdf") return loadUrdf(path, options, limits);
+  // a YAML file says it itself: its URDF wrapper's floating_base and inertia keys
+  if (options.floating_base || options.inertia != InertiaPolicy::kAsGiven) {
+    throw ModelError(path + ": a YAML model sets its URDF's options itself (its wrapper's "
+                            "'floating_base' and 'inertia' keys); none can be given beside it");
+  }
   return loadYaml(path, limits);
 }
 
@@ -90,11 +96,16 @@ std::string bundledModelPath(const std::string& name) {
 }
 
 Model loadModel(const std::string& path_or_name, const ModelLimits& limits) {
+  return loadModel(path_or_name, UrdfOptions{}, limits);
+}
+
+Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
+                const ModelLimits& limits) {
   const std::string extension = lowercase(fs::path(path_or_name).extension().string());
   if (extension == ".urdf" || extension == ".yaml" || extension == ".yml")
-    return loadFile(path_or_name, extension, limits);
+    return loadFile(path_or_name, extension, options, limits);
   if (const std::string path = bundledModelPath(path_or_name); !path.empty())
-    return loadFile(path, lowercase(fs::path(path).extension().string()), limits);
+    return loadFile(path, lowercase(fs::path(path).extension().string()), options, limits);
 
   std::string names;
   for (const std::string& n : bundledNames()) names += (names.empty() ? "" : ", ") + n;

@@ -65,6 +65,11 @@ struct UrdfOptions {
   InertiaPolicy inertia = InertiaPolicy::kAsGiven;
 };
 
+/// loadModel with URDF options (a free joint at the root, the inertia policy) for a URDF file or a
+/// bundled URDF; a YAML model sets them in its wrapper, and is refused with options beside it.
+Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
+                const ModelLimits& limits = {});
+
 /// Loads a URDF file. `floating_base` puts a free joint between the world and the root link.
 Model loadUrdf(const std::string& path, bool floating_base = false,
                const ModelLimits& limits = {});

@@ -393,6 +393,47 @@ TEST_F(CliTest, InfoTextDescribesTheDefaultArm) {
   }
 }
 
+// How a URDF is read, from every model command: --floating-base puts its root on a free joint;
+// a link whose moments break the triangle inequality loads with a warning `info` shows (text and
+// JSON), is balanced or refused with --inertia; a YAML model says these itself.
+TEST_F(CliTest, UrdfOptionsReachInfoSimulateAndEval) {
+  const fs::path vendor = path("vendor.urdf");
+  writeFile(vendor,
+            "<robot name='vendor'><link name='a'><inertial><mass value='1'/><inertia ixx='1' "
+            "iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link><joint name='j' "
+            "type='continuous'><parent link='a'/><child link='b'/><axis xyz='0 0 1'/></joint>"
+            "<link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='3' "
+            "ixy='0' ixz='0' iyz='0'/></inertial></link></robot>\n");
+  RunResult r = runInProcess({"info", "--model", vendor.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv        1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning   " + vendor.string() + ":1: link 'b': principal moments break "
+                       "the triangle inequality by 1 kg·m²; loaded as given"),
+            std::string::npos)
+      << r.out;
+  r = runInProcess({"info", "--model", vendor.string(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"warnings\": [\""), std::string::npos) << r.out;
+  r = runInProcess({"info", "--model", vendor.string(), "--floating-base", "--inertia", "balance"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv        7\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("balanced: the two smaller moments raised by 0.5 kg·m² each"),
+            std::string::npos)
+      << r.out;
+  r = runInProcess({"simulate", "--model", vendor.string(), "--floating-base", "--duration",
+                    "0.01"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = runInProcess({"info", "--model", vendor.string(), "--inertia", "strict"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("violate the triangle inequality"), std::string::npos) << r.err;
+  r = runInProcess({"info", "--model", vendor.string(), "--inertia", "loose"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--inertia: unknown policy 'loose'"), std::string::npos) << r.err;
+  r = runInProcess({"info", "--model", "pendulum", "--floating-base"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("a YAML model sets its URDF's options itself"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, InfoJsonMatchesTheLoadedModel) {
   for (const std::string name : {"iiwa14", "quadruped", "double_pendulum"}) {
     SCOPED_TRACE(name);
