@@ -121,6 +121,9 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
     try {
       // the limits of a request: a model listed is a model CreateSession accepts
       auto model = std::make_shared<const Model>(hilsim::loadModel(source, modelLimits(config)));
+      for (const std::string& warning : model->load_warnings) {
+        spdlog::warn("model '{}': {}", name, warning);
+      }
       v1::BundledModel* entry = bundled_.add_models();
       entry->set_name(name);
       entry->set_is_default(name == preferred);
@@ -189,6 +192,11 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
   if (source.floating_base() && source.source_case() != v1::ModelSource::kUrdf) {
     return invalid("model.floating_base applies only to a URDF source");
   }
+  if (source.inertia() != v1::INERTIA_POLICY_UNSPECIFIED &&
+      source.source_case() != v1::ModelSource::kUrdf) {
+    return invalid("model.inertia applies only to a URDF source (a YAML model says it in its "
+                   "wrapper's 'inertia' key)");
+  }
   try {
     switch (source.source_case()) {
       case v1::ModelSource::kBundledName: {
@@ -206,6 +214,9 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
         // (create() holds the load lock for it, as for a model text)
         if (const std::string path = directoryModelPath(requested); !path.empty()) {
           *model = std::make_shared<const Model>(hilsim::loadModel(path, modelLimits(config_)));
+          for (const std::string& warning : (*model)->load_warnings) {
+            spdlog::warn("model '{}': {}", requested, warning);
+          }
           *name = requested;
           return grpc::Status::OK;
         }
@@ -223,8 +234,20 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                          " bytes, this server accepts at most " +
                          std::to_string(config_.max_model_text_bytes));
         }
-        *model = std::make_shared<const Model>(loadUrdfString(
-            source.urdf(), source.floating_base(), source_name, modelLimits(config_)));
+        UrdfOptions options;
+        options.floating_base = source.floating_base();
+        switch (source.inertia()) {
+          case v1::INERTIA_POLICY_UNSPECIFIED:
+          case v1::INERTIA_POLICY_AS_GIVEN: options.inertia = InertiaPolicy::kAsGiven; break;
+          case v1::INERTIA_POLICY_BALANCE: options.inertia = InertiaPolicy::kBalance; break;
+          case v1::INERTIA_POLICY_STRICT: options.inertia = InertiaPolicy::kStrict; break;
+          default: return invalid("model.inertia: unknown value");
+        }
+        *model = std::make_shared<const Model>(
+            loadUrdfString(source.urdf(), options, source_name, modelLimits(config_)));
+        for (const std::string& warning : (*model)->load_warnings) {
+          spdlog::warn("model '{}': {}", (*model)->name, warning);
+        }
         *name = (*model)->name;
         return grpc::Status::OK;
       }

@@ -115,6 +115,38 @@ TEST_F(ServerTest, ListsBundledModelsDefaultFirst) {
   EXPECT_EQ(models.models(0).info().v_labels_size(), 7);
 }
 
+// A vendor URDF text whose link breaks the triangle inequality: loaded as given with its warning
+// in ModelInfo, balanced, or refused on request; the policy is for URDF sources only.
+TEST_F(ServerTest, AUrdfTextTakesTheInertiaPolicy) {
+  const std::string vendor =
+      "<robot name='vendor'><link name='a'/><joint name='j' type='continuous'><parent link='a'/>"
+      "<child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass value='1'/>"
+      "<inertia ixx='1' iyy='1' izz='3' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>";
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_urdf(vendor);
+  request.mutable_model()->set_source_name("vendor.urdf");
+  v1::CreateSessionResponse response;
+  grpc::Status status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.session().model().warnings_size(), 1);
+  EXPECT_NE(response.session().model().warnings(0).find("vendor.urdf:1: link 'b'"),
+            std::string::npos)
+      << response.session().model().warnings(0);
+  request.mutable_model()->set_inertia(v1::INERTIA_POLICY_BALANCE);
+  ASSERT_TRUE(create(request, &response).ok());
+  EXPECT_NE(response.session().model().warnings(0).find("balanced"), std::string::npos);
+  request.mutable_model()->set_inertia(v1::INERTIA_POLICY_STRICT);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("triangle inequality"), std::string::npos);
+  request.mutable_model()->set_bundled_name("pendulum");
+  request.mutable_model()->set_inertia(v1::INERTIA_POLICY_BALANCE);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("model.inertia applies only to a URDF source"),
+            std::string::npos);
+}
+
 TEST_F(ServerTest, BadRequestsGetClearStatusCodes) {
   v1::CreateSessionResponse response;
   v1::CreateSessionRequest request;
