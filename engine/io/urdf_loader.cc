@@ -116,6 +116,16 @@ class UrdfReader {
     readElements(*robot);
     const std::vector<int> order = treeOrder();
     Model model = convert(order);
+    const LinkElement& root = links_[root_];
+    if (!floating_base_ && !rootIsGround() && root.inertia.mass > 0.0) {
+      // a legged robot's trunk welded to the world stands still in the air: say so, and how
+      std::ostringstream note;
+      note << source_ << ":" << root.line << ": " << linkRef(root.name) << " ("
+           << root.inertia.mass << " kg) is the root and is welded to the world: a fixed base; "
+           << "a robot that moves its base needs floating_base (the YAML wrapper's "
+           << "floating_base: true, --floating-base, ModelSource.floating_base)";
+      warnings_.insert(warnings_.begin(), note.str());
+    }
     model.load_warnings = std::move(warnings_);
     return model;
   }

@@ -428,6 +428,28 @@ TEST(UrdfLoaderErrors, TriangleInequalityViolationUnderTheStrictPolicy) {
 // the dynamics are defined (positive definite): loaded as given with a warning naming the link,
 // or balanced (the two smaller moments raised by half the excess each) on request. A tensor that
 // is not positive semi-definite stays refused whatever the policy.
+// A root link with mass and no floating base: welded to the world, which a legged robot's
+// trunk must not be unnoticed; the warning names the link and the way to float it.
+TEST(UrdfLoader, AMassiveRootWeldedToTheWorldIsNamed) {
+  const std::string xml = robot(link("trunk", kGoodInertial) +
+                                joint("hip", "continuous", "trunk", "leg", "<axis xyz='0 1 0'/>") +
+                                link("leg", kGoodInertial));
+  const Model fixed = loadUrdfString(xml, UrdfOptions{}, "dog.urdf");
+  ASSERT_EQ(fixed.load_warnings.size(), 1u);
+  EXPECT_NE(fixed.load_warnings[0].find("dog.urdf:1: link 'trunk' ("), std::string::npos)
+      << fixed.load_warnings[0];
+  EXPECT_NE(fixed.load_warnings[0].find("is the root and is welded to the world: a fixed base; "
+                                        "a robot that moves its base needs floating_base"),
+            std::string::npos)
+      << fixed.load_warnings[0];
+  EXPECT_TRUE(loadUrdfString(xml, UrdfOptions{true, InertiaPolicy::kAsGiven}).load_warnings.empty());
+  // a massless root (a base frame), or a 'world' root: nothing to say
+  const std::string frame = robot(link("base") + joint("j", "continuous", "base", "leg",
+                                                       "<axis xyz='0 1 0'/>") +
+                                  link("leg", kGoodInertial));
+  EXPECT_TRUE(loadUrdfString(frame, UrdfOptions{}).load_warnings.empty());
+}
+
 TEST(UrdfLoader, InertiaThatBreaksTheTriangleInequalityLoadsByPolicy) {
   const std::string xml =
       robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
