@@ -66,9 +66,8 @@ bool faultNamesJoint(FaultType type) {
 FaultInjector::FaultInjector(const Model& model, const FaultsConfig& config, double cycle_time,
                              double step_time, const Eigen::VectorXd& q0)
     : model_(model),
-      config_(config),
+      seed_(config.seed),
       cycle_time_(cycle_time),
-      step_time_(step_time),
       brake_kp_(Eigen::VectorXd::Constant(model.nv, std::numeric_limits<double>::quiet_NaN())),
       brake_kd_(Eigen::VectorXd::Constant(model.nv, std::numeric_limits<double>::quiet_NaN())),
       q_index_(static_cast<std::size_t>(model.nv), -1),
@@ -255,7 +254,7 @@ void FaultInjector::place(const ResolvedFault& fault, std::int64_t cycle) {
     slot.start = fault.start_cycle < 0 ? cycle : fault.start_cycle;
     slot.end = fault.cycles_long > 0 ? slot.start + fault.cycles_long : -1;
     slot.burst_left = 0;
-    slot.generator.reseed(faultSeed(config_.seed, fault.id));
+    slot.generator.reseed(faultSeed(seed_, fault.id));
     return;
   }
   refused_.fetch_add(1, std::memory_order_relaxed);
@@ -287,23 +286,25 @@ void FaultInjector::beginCycle(std::int64_t cycle, const Eigen::VectorXd& q) {
       slot.acting = false;
     }
   }
+  int used = 0;
   for (Slot& slot : slots_) {
     if (!slot.used) continue;
+    ++used;
     const bool over = slot.end >= 0 && cycle >= slot.end;
     if (slot.acting && over) {
       note(slot, false);
       slot.used = slot.acting = false;
+      --used;
       changed = true;
     } else if (!slot.acting && over) {
       slot.used = false;  // its whole span went by before it could act
+      --used;
     } else if (!slot.acting && cycle >= slot.start) {
       slot.acting = true;
       note(slot, true);
       changed = true;
     }
   }
-  int used = 0;
-  for (const Slot& slot : slots_) used += slot.used ? 1 : 0;
   slots_used_.store(used, std::memory_order_relaxed);
   if (!changed) return;
 

@@ -226,9 +226,8 @@ class FaultInjector {
   }
 
   const Model& model_;
-  FaultsConfig config_;
+  std::uint64_t seed_;  // FaultsConfig::seed
   double cycle_time_;
-  double step_time_;
   int max_delay_ = 0;
   std::vector<ResolvedFault> schedule_;
   Eigen::VectorXd brake_kp_, brake_kd_;  // per DoF (NaN: no inertia of its own)
@@ -254,7 +253,6 @@ class FaultInjector {
   std::vector<SensorReadings> reading_line_;
   std::size_t reading_head_ = 0;
   std::int64_t readings_stored_ = 0;
-  const Command* released_ = nullptr;
 
   SpscQueue<FaultRequest> requests_;
   std::mutex producer_mutex_;  // serializes inject/clear callers; never taken by the RT thread

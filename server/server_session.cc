@@ -437,14 +437,13 @@ void ServerSession::fillStats(v1::SessionStats* out) {
   faults->set_states_withheld(s.faults.states_withheld);
   faults->set_refused(s.faults.refused);
   faults->clear_active();
-  {
-    const rt::StateSnapshot latest = session_->latestState();
-    for (int k = 0; k < latest.faults.count; ++k) {
-      toProto(latest.faults.list[static_cast<std::size_t>(k)], model(), faults->add_active());
-    }
+  // one copy of the newest state for the fault list and the constraint counts
+  const rt::StateSnapshot latest = session_->latestState();
+  for (int k = 0; k < latest.faults.count; ++k) {
+    toProto(latest.faults.list[static_cast<std::size_t>(k)], model(), faults->add_active());
   }
 
-  fillConstraintStats(out->mutable_constraints());
+  fillConstraintStats(latest, out->mutable_constraints());
   udp_.toProto(out->mutable_udp());
   grpc_.toProto(out->mutable_grpc());
   out->set_events_dropped(s.events_dropped);
@@ -461,8 +460,8 @@ void ServerSession::fillStats(v1::SessionStats* out) {
   placement->set_load(s.load);
 }
 
-void ServerSession::fillConstraintStats(v1::ConstraintStats* out) {
-  const rt::StateSnapshot s = session_->latestState();
+void ServerSession::fillConstraintStats(const rt::StateSnapshot& s,
+                                        v1::ConstraintStats* out) const {
   const int n = s.nv;
   out->Clear();
   if (extras_.tau_commanded) {

@@ -149,8 +149,9 @@ class ServerSession {
   void latestState(v1::State* out, bool ground_truth = false);
   void fillInfo(v1::SessionInfo* out);
   void fillStats(v1::SessionStats* out);
-  /// What the actuator limits, stops and contact solver did (SessionStats.constraints).
-  void fillConstraintStats(v1::ConstraintStats* out);
+  /// What the actuator limits, stops and contact solver did (SessionStats.constraints), as of
+  /// the published state `latest`.
+  void fillConstraintStats(const rt::StateSnapshot& latest, v1::ConstraintStats* out) const;
 
   // The lease (SessionConfig.idle_timeout_s): who created the session, when, and when it was
   // last used. Thread-safe.
