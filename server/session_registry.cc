@@ -181,6 +181,43 @@ int SessionRegistry::closeIdleSessions() {
   return closed;
 }
 
+namespace {
+
+// ModelSource's URDF options, checked: an unknown enum value, or an armature out of range or
+// without its policy, is INVALID_ARGUMENT naming the field.
+grpc::Status urdfOptionsFrom(const v1::ModelSource& source, UrdfOptions* options) {
+  options->floating_base = source.floating_base();
+  switch (source.inertia()) {
+    case v1::INERTIA_POLICY_UNSPECIFIED:
+    case v1::INERTIA_POLICY_AS_GIVEN: options->inertia = InertiaPolicy::kAsGiven; break;
+    case v1::INERTIA_POLICY_BALANCE: options->inertia = InertiaPolicy::kBalance; break;
+    case v1::INERTIA_POLICY_STRICT: options->inertia = InertiaPolicy::kStrict; break;
+    default: return invalid("model.inertia: unknown value");
+  }
+  const double armature = source.massless_armature();
+  switch (source.massless()) {
+    case v1::MASSLESS_POLICY_UNSPECIFIED:
+    case v1::MASSLESS_POLICY_REFUSE: options->massless = MasslessPolicy::kRefuse; break;
+    case v1::MASSLESS_POLICY_WELD: options->massless = MasslessPolicy::kWeld; break;
+    case v1::MASSLESS_POLICY_ARMATURE:
+      // the range parseMasslessPolicy accepts: a rotor heavier than 1e6 kg·m² is a typo
+      if (!(armature > 0.0 && armature <= 1e6)) {
+        return invalid("model.massless_armature: " + std::to_string(armature) +
+                       " with MASSLESS_POLICY_ARMATURE must be > 0 and <= 1e6 [kg·m² or kg]");
+      }
+      options->massless = MasslessPolicy::kArmature;
+      options->massless_armature = armature;
+      return grpc::Status::OK;
+    default: return invalid("model.massless: unknown value");
+  }
+  if (armature != 0.0) {
+    return invalid("model.massless_armature is set without massless = MASSLESS_POLICY_ARMATURE");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
 grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                                         std::shared_ptr<const Model>* model,
                                         std::string* name) const {
@@ -189,18 +226,40 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                    " bytes, allowed at most " + std::to_string(kMaxNameBytes));
   }
   const std::string source_name = source.source_name().empty() ? "<request>" : source.source_name();
-  if (source.floating_base() && source.source_case() != v1::ModelSource::kUrdf) {
-    return invalid("model.floating_base applies only to a URDF source");
-  }
-  if (source.inertia() != v1::INERTIA_POLICY_UNSPECIFIED &&
-      source.source_case() != v1::ModelSource::kUrdf) {
-    return invalid("model.inertia applies only to a URDF source (a YAML model says it in its "
-                   "wrapper's 'inertia' key)");
+  UrdfOptions options;
+  if (grpc::Status status = urdfOptionsFrom(source, &options); !status.ok()) return status;
+  // what only a URDF reads: a YAML model says it in its wrapper
+  const bool urdf_options = options.any() || source.inertia() != v1::INERTIA_POLICY_UNSPECIFIED ||
+                            source.massless() != v1::MASSLESS_POLICY_UNSPECIFIED;
+  if (urdf_options && source.source_case() == v1::ModelSource::kYaml) {
+    return invalid("model.floating_base, inertia and massless apply to a URDF; a YAML model says "
+                   "them in its wrapper (floating_base:, inertia:, massless:)");
   }
   try {
     switch (source.source_case()) {
       case v1::ModelSource::kBundledName: {
         const std::string& requested = source.bundled_name();
+        if (urdf_options) {
+          // the listed model was read with the defaults: read its file again with these options
+          std::string path = directoryModelPath(requested);
+          if (path.empty() && (bundled_models_.count(requested) > 0 ||
+                                unloadable_models_.count(requested) > 0))
+            path = bundledModelPath(requested);
+          if (!path.empty() && !path.ends_with(".urdf")) {
+            return invalid("model.floating_base, inertia and massless apply to a URDF; model '" +
+                           requested + "' is a YAML model, whose wrapper says them");
+          }
+          if (!path.empty()) {
+            *model = std::make_shared<const Model>(
+                hilsim::loadModel(path, options, modelLimits(config_)));
+            for (const std::string& warning : (*model)->load_warnings) {
+              spdlog::warn("model '{}': {}", requested, warning);
+            }
+            *name = requested;
+            return grpc::Status::OK;
+          }
+        }
+        // (a file that does not load with the defaults may with the options above)
         if (const auto broken = unloadable_models_.find(requested);
             broken != unloadable_models_.end()) {
           return invalid(clipped("model '" + requested + "' does not load: " + broken->second));
@@ -233,15 +292,6 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
           return invalid("model.urdf: " + std::to_string(source.urdf().size()) +
                          " bytes, this server accepts at most " +
                          std::to_string(config_.max_model_text_bytes));
-        }
-        UrdfOptions options;
-        options.floating_base = source.floating_base();
-        switch (source.inertia()) {
-          case v1::INERTIA_POLICY_UNSPECIFIED:
-          case v1::INERTIA_POLICY_AS_GIVEN: options.inertia = InertiaPolicy::kAsGiven; break;
-          case v1::INERTIA_POLICY_BALANCE: options.inertia = InertiaPolicy::kBalance; break;
-          case v1::INERTIA_POLICY_STRICT: options.inertia = InertiaPolicy::kStrict; break;
-          default: return invalid("model.inertia: unknown value");
         }
         *model = std::make_shared<const Model>(
             loadUrdfString(source.urdf(), options, source_name, modelLimits(config_)));

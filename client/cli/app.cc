@@ -98,19 +98,31 @@ void runSelected(const std::vector<Command>& commands, std::ostream& out) {
   }
 }
 
-/// --floating-base and --inertia: how a URDF model is read (docs/MODEL_FORMAT.md).
+/// --floating-base, --inertia and --massless: how a URDF model is read (docs/MODEL_FORMAT.md).
 struct UrdfArgs {
   bool floating_base = false;
   std::string inertia;
+  std::string massless;
+
+  UrdfOptions options() const { return urdfOptionsOrThrow(floating_base, inertia, massless); }
 };
 
-void addUrdfOptions(CLI::App* command, UrdfArgs& args) {
-  command->add_flag("--floating-base", args.floating_base,
+void addUrdfOptions(CLI::App* command, bool& floating_base, std::string& inertia,
+                    std::string& massless) {
+  command->add_flag("--floating-base", floating_base,
                     "A URDF's root link on a free joint (a YAML model says so itself)");
-  command->add_option("--inertia", args.inertia,
+  command->add_option("--inertia", inertia,
                       "A URDF link whose principal moments break the triangle inequality: "
                       "as_given (default, with a warning), balance or strict")
       ->type_name("POLICY");
+  command->add_option("--massless", massless,
+                      "A URDF joint whose links have no mass: refuse (default), weld, or "
+                      "armature=<kg·m²> added to it")
+      ->type_name("POLICY");
+}
+
+void addUrdfOptions(CLI::App* command, UrdfArgs& args) {
+  addUrdfOptions(command, args.floating_base, args.inertia, args.massless);
 }
 
 // hilsim info
@@ -128,7 +140,7 @@ Command addInfoCommand(CLI::App& app) {
   addUrdfOptions(info, args->urdf);
   return {info, [args](std::ostream& out) {
             const auto model = loadModelOrThrow(
-                args->model, urdfOptionsOrThrow(args->urdf.floating_base, args->urdf.inertia));
+                args->model, args->urdf.options());
             writeModelInfo(*model, args->json, out, modelSource(args->model));
           }};
 }
@@ -162,7 +174,7 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
   return {eval, [args](std::ostream& out) {
             const Formulation formulation = parseSolverOrThrow(args->solver);
             const auto model = loadModelOrThrow(
-                args->model, urdfOptionsOrThrow(args->urdf.floating_base, args->urdf.inertia));
+                args->model, args->urdf.options());
             const int rows =
                 evalCsv(*model, formulation, args->inverse, args->input, args->output);
             // what was written where: the output file holds only the numbers
@@ -198,7 +210,7 @@ void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
     throw CliError("--duration must be >= 0, got " + args.duration, kExitUsage);
   }
   const auto model =
-      loadModelOrThrow(args.model, urdfOptionsOrThrow(args.urdf.floating_base, args.urdf.inertia));
+      loadModelOrThrow(args.model, args.urdf.options());
   const SimulateSummary summary = simulate(model, options);
   writeSimulateSummary(*model, options, summary, out);
 }
@@ -342,8 +354,7 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
       ->required();
   command->add_option("-n,--name", create.name,
                       "Session name, for the other session commands (default: session-<id>)");
-  command->add_flag("--floating-base", create.floating_base,
-                    "A URDF file's root link on a free joint");
+  addUrdfOptions(command, create.floating_base, create.inertia, create.massless);
   command->add_option("--idle-timeout", args->create_idle_timeout,
                       "Lease: the server closes the session after this long unused [s]; 0: "
                       "never (default: the server's session_defaults)")

@@ -357,13 +357,16 @@ std::string workspaceTooLarge(const Model& model, Formulation formulation) {
 
 }  // namespace
 
-UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia) {
+UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia,
+                               const std::string& massless) {
   UrdfOptions options;
   options.floating_base = floating_base;
-  if (inertia.empty() || inertia == "as_given") options.inertia = InertiaPolicy::kAsGiven;
-  else if (inertia == "balance") options.inertia = InertiaPolicy::kBalance;
-  else if (inertia == "strict") options.inertia = InertiaPolicy::kStrict;
-  else throw CliError("--inertia: unknown policy '" + inertia + "' (as_given, balance, strict)", 2);
+  if (!inertia.empty())
+    if (const std::string why = parseInertiaPolicy(inertia, options); !why.empty())
+      throw CliError("--inertia: " + why, 2);
+  if (!massless.empty())
+    if (const std::string why = parseMasslessPolicy(massless, options); !why.empty())
+      throw CliError("--massless: " + why, 2);
   return options;
 }
 

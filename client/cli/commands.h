@@ -21,9 +21,10 @@ namespace hilsim::cli {
 /// or a bundled URDF; a YAML model sets them itself). CliError on any problem.
 std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name,
                                               const UrdfOptions& options = {});
-/// --floating-base and --inertia (as_given, balance, strict; empty: as_given); CliError (usage)
-/// on an unknown policy.
-UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia);
+/// --floating-base, --inertia (as_given, balance, strict; empty: as_given) and --massless (refuse,
+/// weld, armature=<kg·m²>; empty: refuse); CliError (usage) on an unknown policy.
+UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia,
+                               const std::string& massless = "");
 
 /// Parses a solver name ("aba", "crba"); CliError (exit code 2) for any other.
 Formulation parseSolverOrThrow(const std::string& name);

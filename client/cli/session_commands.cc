@@ -127,7 +127,27 @@ std::uint64_t resolveSession(const ServerOptions& server, const std::string& tex
                  ids + "): give the id");
 }
 
-v1::ModelSource modelSourceFor(const std::string& model, bool floating_base) {
+namespace {
+
+void setUrdfOptions(const UrdfOptions& options, v1::ModelSource& source) {
+  source.set_floating_base(options.floating_base);
+  if (options.inertia != InertiaPolicy::kAsGiven) {
+    source.set_inertia(options.inertia == InertiaPolicy::kBalance ? v1::INERTIA_POLICY_BALANCE
+                                                                  : v1::INERTIA_POLICY_STRICT);
+  }
+  switch (options.massless) {
+    case MasslessPolicy::kRefuse: break;
+    case MasslessPolicy::kWeld: source.set_massless(v1::MASSLESS_POLICY_WELD); break;
+    case MasslessPolicy::kArmature:
+      source.set_massless(v1::MASSLESS_POLICY_ARMATURE);
+      source.set_massless_armature(options.massless_armature);
+      break;
+  }
+}
+
+}  // namespace
+
+v1::ModelSource modelSourceFor(const std::string& model, const UrdfOptions& options) {
   v1::ModelSource source;
   const auto ends_with = [&](std::string_view suffix) {
     return model.size() >= suffix.size() &&
@@ -136,18 +156,16 @@ v1::ModelSource modelSourceFor(const std::string& model, bool floating_base) {
   const bool urdf = ends_with(".urdf");
   const bool yaml = ends_with(".yaml") || ends_with(".yml");
   if (!urdf && !yaml && model.find('/') == std::string::npos) {
-    if (floating_base) {
-      throw CliError("--floating-base applies to a URDF file (a bundled model has its own base)",
-                     kExitUsage);
-    }
     source.set_bundled_name(model);
+    setUrdfOptions(options, source);  // the server refuses them for a YAML model of its own
     return source;
   }
   if (!urdf && !yaml) {
     throw CliError("--model " + model + ": a model file ends in .urdf, .yaml or .yml", kExitUsage);
   }
-  if (floating_base && !urdf) {
-    throw CliError("--floating-base applies to a URDF file (a YAML model states its joints)",
+  if (options.any() && !urdf) {
+    throw CliError("--floating-base, --inertia and --massless apply to a URDF (a YAML model says "
+                   "them in its wrapper)",
                    kExitUsage);
   }
   std::ifstream file(model, std::ios::binary);
@@ -157,7 +175,7 @@ v1::ModelSource modelSourceFor(const std::string& model, bool floating_base) {
   if (!file.good() && !file.eof()) throw CliError("cannot read " + model);
   if (urdf) {
     source.set_urdf(text.str());
-    source.set_floating_base(floating_base);
+    setUrdfOptions(options, source);
   } else {
     source.set_yaml(text.str());
   }
@@ -488,7 +506,8 @@ void sessionClearFaults(const ServerOptions& server, std::uint64_t id, std::uint
 void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ostream& out) {
   if (o.model.empty()) throw CliError("--model is required", kExitUsage);
   v1::CreateSessionRequest request;
-  *request.mutable_model() = modelSourceFor(o.model, o.floating_base);
+  *request.mutable_model() =
+      modelSourceFor(o.model, urdfOptionsOrThrow(o.floating_base, o.inertia, o.massless));
   v1::SessionConfig& c = *request.mutable_config();
   if (o.idle_timeout) {
     if (!(*o.idle_timeout >= 0.0 && *o.idle_timeout <= 1e6)) {

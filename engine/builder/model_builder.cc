@@ -254,7 +254,7 @@ Model ModelBuilder::build() const {
     }
   }
   m.packSweepData();
-  analyzeJointRanks(m);
+  analyzeJointRanks(m, massless_armature_);
   // the constraint stage's operators need a model of full joint rank (docs/CONTACT.md)
   m.limits_enforced = m.nalgebraic == 0;
   if (!m.limits_enforced)

@@ -77,12 +77,20 @@ class ModelBuilder {
   ModelBuilder& addFixedBody(const std::string& name, const std::string& parent,
                              const Transform& placement, const Inertia& inertia);
 
+  /// Armature [kg·m² or kg] added to each joint whose massless body leaves some of its motion
+  /// without inertia (analyzeJointRanks), instead of refusing the model; 0 (the default) refuses.
+  ModelBuilder& setMasslessArmature(double armature) {
+    massless_armature_ = armature;
+    return *this;
+  }
+
   Model build() const;
 
  private:
   std::string name_;
   Vector3 gravity_ = Vector3(0.0, 0.0, -9.81);
   std::vector<BodySpec> bodies_;
+  double massless_armature_ = 0.0;
 };
 
 }  // namespace hilsim

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/model/model.h"
@@ -59,11 +60,35 @@ enum class InertiaPolicy {
 /// "as_given", "balance", "strict".
 const char* inertiaPolicyName(InertiaPolicy policy);
 
+/// What becomes of a moving joint whose motion a URDF leaves without inertia: a gripper's finger
+/// links without <inertial> (docs/MODEL_FORMAT.md, "Massless links"). Such motion is undetermined,
+/// so by default the model is refused with the options named.
+enum class MasslessPolicy {
+  kRefuse,    ///< refused, naming the joint and these options (the default)
+  kWeld,      ///< a moving joint whose child link and everything beyond it have no mass becomes
+              ///< fixed (its links stay frames); one Model::load_warnings line per joint
+  kArmature,  ///< UrdfOptions::massless_armature added to each joint left without inertia
+};
+
+/// "refuse", "weld", "armature".
+const char* masslessPolicyName(MasslessPolicy policy);
+
 /// How a URDF is read beyond its own text.
 struct UrdfOptions {
   bool floating_base = false;  ///< a free joint between the world and the root link
   InertiaPolicy inertia = InertiaPolicy::kAsGiven;
+  MasslessPolicy massless = MasslessPolicy::kRefuse;
+  double massless_armature = 0.0;  ///< [kg·m² or kg] with kArmature: finite, > 0
+
+  /// True when any option differs from the defaults.
+  bool any() const;
 };
+
+/// Reads the text form of the options shared by the CLI and the YAML wrapper: an inertia policy
+/// ("as_given", "balance", "strict") or a massless policy ("refuse", "weld", "armature=<value>").
+/// Return the error ("" when `text` is valid), naming what is accepted.
+std::string parseInertiaPolicy(std::string_view text, UrdfOptions& options);
+std::string parseMasslessPolicy(std::string_view text, UrdfOptions& options);
 
 /// loadModel with URDF options (a free joint at the root, the inertia policy) for a URDF file or a
 /// bundled URDF; a YAML model sets them in its wrapper, and is refused with options beside it.

@@ -95,6 +95,8 @@ class UrdfReader {
       : source_(std::move(source)),
         floating_base_(options.floating_base),
         inertia_policy_(options.inertia),
+        massless_(options.massless),
+        massless_armature_(options.massless_armature),
         limits_(limits) {}
 
   Model read(const std::string& xml) {
@@ -115,6 +117,7 @@ class UrdfReader {
     if (const char* name = robot->Attribute("name"); name && *name) name_ = name;
     readElements(*robot);
     const std::vector<int> order = treeOrder();
+    if (massless_ == MasslessPolicy::kWeld) weldMasslessSubtrees(order);
     Model model = convert(order);
     const LinkElement& root = links_[root_];
     if (!floating_base_ && !rootIsGround() && root.inertia.mass > 0.0) {
@@ -126,7 +129,8 @@ class UrdfReader {
            << "floating_base: true, --floating-base, ModelSource.floating_base)";
       warnings_.insert(warnings_.begin(), note.str());
     }
-    model.load_warnings = std::move(warnings_);
+    // the reader's notes first, then the builder's (armature added to massless joints)
+    model.load_warnings.insert(model.load_warnings.begin(), warnings_.begin(), warnings_.end());
     return model;
   }
 
@@ -531,6 +535,32 @@ class UrdfReader {
     return order;
   }
 
+  // --- massless links ---
+
+  // massless: weld. A moving joint whose child link and every link beyond it have no mass moves
+  // nothing: its motion is undetermined, and welding it changes no other body's dynamics. Its
+  // links stay frames (a finger's tip can still be named).
+  void weldMasslessSubtrees(const std::vector<int>& order) {
+    std::vector<double> subtree_mass(links_.size(), 0.0);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int link = *it;
+      subtree_mass[link] += links_[link].inertia.mass;
+      if (parent_joint_[link] >= 0)
+        subtree_mass[link_index_.at(joints_[parent_joint_[link]].parent)] += subtree_mass[link];
+    }
+    for (int link : order) {
+      if (parent_joint_[link] < 0 || subtree_mass[link] != 0.0) continue;
+      JointElement& joint = joints_[parent_joint_[link]];
+      if (joint.type == "fixed") continue;
+      std::ostringstream note;
+      note << source_ << ":" << joint.line << ": " << jointRef(joint.name) << " (" << joint.type
+           << ") welded: its child link '" << printable(joint.child)
+           << "' and the links beyond it have no mass (massless: weld)";
+      warnings_.push_back(note.str());
+      joint.type = "fixed";
+    }
+  }
+
   // --- conversion ---
 
   bool rootIsGround() const { return links_[root_].name == "world"; }
@@ -543,6 +573,7 @@ class UrdfReader {
       fail(0, "", std::to_string(dofs) + " degrees of freedom, more than the limit of " +
                       std::to_string(limits_.max_dofs));
     ModelBuilder builder(name_);
+    if (massless_ == MasslessPolicy::kArmature) builder.setMasslessArmature(massless_armature_);
     std::vector<BodySpec> specs;
     specs.reserve(order.size());
     for (int link : order) {
@@ -608,6 +639,12 @@ class UrdfReader {
   // The builder names bodies and joints; the file's links and joints have lines.
   [[noreturn]] void rethrowBuildError(std::string message) const {
     if (message.rfind("body '", 0) == 0) message = "link" + message.substr(4);
+    // a vendor file cannot be edited for every load: name the options that load it as it is
+    if (message.find("massless body") != std::string::npos &&
+        message.find("flexible") == std::string::npos)
+      message += " (without editing the file: the option massless: weld welds joints whose links "
+                 "have no mass, massless: armature=<kg·m²> adds that armature to each such "
+                 "joint; docs/MODEL_FORMAT.md, \"Massless links\")";
     int line = 0;
     for (const auto& [word, index, lines] :
          {std::tuple{"link '", &link_index_, 0}, std::tuple{"joint '", &joint_index_, 1}}) {
@@ -751,6 +788,8 @@ class UrdfReader {
   std::string source_;
   bool floating_base_;
   InertiaPolicy inertia_policy_;
+  MasslessPolicy massless_;
+  double massless_armature_;
   ModelLimits limits_;
   mutable std::vector<std::string> warnings_;  // Model::load_warnings (gathered while reading)
   std::string name_ = "urdf";
@@ -771,6 +810,53 @@ const char* inertiaPolicyName(InertiaPolicy policy) {
     case InertiaPolicy::kStrict: return "strict";
   }
   return "?";
+}
+
+const char* masslessPolicyName(MasslessPolicy policy) {
+  switch (policy) {
+    case MasslessPolicy::kRefuse: return "refuse";
+    case MasslessPolicy::kWeld: return "weld";
+    case MasslessPolicy::kArmature: return "armature";
+  }
+  return "?";
+}
+
+bool UrdfOptions::any() const {
+  return floating_base || inertia != InertiaPolicy::kAsGiven ||
+         massless != MasslessPolicy::kRefuse;
+}
+
+std::string parseInertiaPolicy(std::string_view text, UrdfOptions& options) {
+  for (InertiaPolicy policy :
+       {InertiaPolicy::kAsGiven, InertiaPolicy::kBalance, InertiaPolicy::kStrict}) {
+    if (text != inertiaPolicyName(policy)) continue;
+    options.inertia = policy;
+    return {};
+  }
+  return "'" + io_detail::printable(text) + "': as_given, balance or strict";
+}
+
+std::string parseMasslessPolicy(std::string_view text, UrdfOptions& options) {
+  constexpr std::string_view kArmature = "armature=";
+  if (text == "refuse" || text == "weld") {
+    options.massless = text == "weld" ? MasslessPolicy::kWeld : MasslessPolicy::kRefuse;
+    options.massless_armature = 0.0;
+    return {};
+  }
+  if (text.substr(0, kArmature.size()) == kArmature) {
+    const std::string value(text.substr(kArmature.size()));
+    char* end = nullptr;
+    const double armature = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
+    // a heavier rotor than 1e6 kg·m² is a typo, not a model
+    if (!value.empty() && end == value.c_str() + value.size() && armature > 0.0 &&
+        armature <= 1e6) {
+      options.massless = MasslessPolicy::kArmature;
+      options.massless_armature = armature;
+      return {};
+    }
+  }
+  return "'" + io_detail::printable(text) +
+         "': refuse, weld, or armature=<value> with 0 < value <= 1e6 [kg·m² or kg]";
 }
 
 Model loadUrdfString(const std::string& urdf_xml, const UrdfOptions& options,

@@ -143,8 +143,65 @@ TEST_F(ServerTest, AUrdfTextTakesTheInertiaPolicy) {
   request.mutable_model()->set_inertia(v1::INERTIA_POLICY_BALANCE);
   status = create(request, &response);
   EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(status.error_message().find("model.inertia applies only to a URDF source"),
+  EXPECT_NE(status.error_message().find("'pendulum' is a YAML model"), std::string::npos)
+      << status.error_message();
+}
+
+// The URDF options reach a model the server has by name when it is a URDF: solo12 floats.
+TEST_F(ServerTest, AModelByNameTakesTheUrdfOptions) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("solo12");
+  v1::CreateSessionResponse response;
+  ASSERT_TRUE(create(request, &response).ok());
+  EXPECT_EQ(response.session().model().nq(), 12);
+  request.mutable_model()->set_floating_base(true);
+  grpc::Status status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nq(), 19);
+  EXPECT_EQ(response.session().model().nv(), 18);
+  // the options are checked whatever the source
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_ARMATURE);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("model.massless_armature"), std::string::npos);
+  request.mutable_model()->set_massless_armature(1e-3);
+  EXPECT_TRUE(create(request, &response).ok());
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_WELD);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("without massless = MASSLESS_POLICY_ARMATURE"),
             std::string::npos);
+}
+
+// A gripper whose finger has no mass: refused by default with the options named; welded, or
+// given the armature asked for.
+TEST_F(ServerTest, AUrdfTextTakesTheMasslessPolicy) {
+  const std::string gripper =
+      "<robot name='gripper'><link name='palm'/>"
+      "<joint name='wrist' type='continuous'><parent link='palm'/><child link='hand'/>"
+      "<axis xyz='0 0 1'/></joint><link name='hand'><inertial><mass value='1'/>"
+      "<inertia ixx='0.01' iyy='0.01' izz='0.01' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+      "<joint name='finger_joint' type='prismatic'><parent link='hand'/><child link='finger'/>"
+      "<axis xyz='1 0 0'/><limit lower='0' upper='0.04' effort='10' velocity='1'/></joint>"
+      "<link name='finger'/></robot>";
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_urdf(gripper);
+  v1::CreateSessionResponse response;
+  grpc::Status status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("massless: weld"), std::string::npos)
+      << status.error_message();
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_WELD);
+  status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 1);
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_ARMATURE);
+  request.mutable_model()->set_massless_armature(1e-3);
+  status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 2);
+  ASSERT_EQ(response.session().model().warnings_size(), 1);
+  EXPECT_NE(response.session().model().warnings(0).find("finger_joint"), std::string::npos);
 }
 
 TEST_F(ServerTest, BadRequestsGetClearStatusCodes) {
@@ -1196,6 +1253,13 @@ TEST_F(ServerTest, TheModelDirectorysFilesAreOfferedByName) {
     std::ofstream broken(dir / "broken.urdf");
     broken << "<robot name=\"broken\">\n<link name=\"a\"/>\n<joint name=\"j\" type=\"fixed\">"
               "<parent link=\"a\"/><child link=\"nowhere\"/></joint></robot>\n";
+    // loads only with a massless policy: not offered, but created with one
+    std::ofstream finger(dir / "finger.urdf");
+    finger << "<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent "
+              "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial>"
+              "<mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/>"
+              "</inertial></link><joint name='f' type='continuous'><parent link='b'/><child "
+              "link='c'/></joint><link name='c'/></robot>\n";
   }
   server_->shutdown();
   ServerConfig config = testConfig();
@@ -1218,6 +1282,21 @@ TEST_F(ServerTest, TheModelDirectorysFilesAreOfferedByName) {
   EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("model 'broken' does not load: " +
                                         (dir / "broken.urdf").string() + ":3:"),
+            std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(offered.count("finger"), 0u);
+  v1::CreateSessionRequest finger = bundledRequest("finger");
+  EXPECT_EQ(create(finger, &response).error_code(), StatusCode::INVALID_ARGUMENT);
+  finger.mutable_model()->set_massless(v1::MASSLESS_POLICY_WELD);
+  status = create(finger, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 1u);
+  // mybot (ur5) is fixed to a 'world' link: floating it is refused with the loader's reason
+  v1::CreateSessionRequest floating = bundledRequest("mybot");
+  floating.mutable_model()->set_floating_base(true);
+  status = create(floating, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("floating_base needs a root link other than 'world'"),
             std::string::npos)
       << status.error_message();
   status = create(bundledRequest("later"), &response);

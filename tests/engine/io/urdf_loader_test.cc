@@ -485,6 +485,98 @@ TEST(UrdfLoader, InertiaThatBreaksTheTriangleInequalityLoadsByPolicy) {
 }
 
 
+// A gripper: a hand on a wrist, two fingers on prismatic joints without <inertial>, one with a
+// massless tip welded to it.
+std::string gripperUrdf() {
+  const std::string slide = "<axis xyz='1 0 0'/><limit lower='0' upper='0.04' effort='10' "
+                            "velocity='1'/>";
+  return robot(link("palm") + joint("wrist", "continuous", "palm", "hand", "<axis xyz='0 0 1'/>") +
+               link("hand", kGoodInertial) + joint("left_joint", "prismatic", "hand", "left", slide) +
+               link("left") + joint("right_joint", "prismatic", "hand", "right", slide) +
+               link("right") + joint("right_tip_joint", "fixed", "right", "right_tip") +
+               link("right_tip"));
+}
+
+TEST(UrdfLoader, MasslessFingersAreRefusedWeldedOrGivenArmatureByPolicy) {
+  const std::string xml = gripperUrdf();
+  // one of the two fingers is named (whichever dominates the undetermined directions)
+  expectUrdfError(xml, {"_joint': massless body '", "without inertia", "massless: weld",
+                        "massless: armature=<kg·m²>"});
+
+  UrdfOptions weld;
+  weld.massless = MasslessPolicy::kWeld;
+  const Model welded = loadUrdfString(xml, weld, "gripper.urdf");
+  EXPECT_EQ(welded.nv, 1);
+  ASSERT_EQ(welded.load_warnings.size(), 2u);
+  EXPECT_NE(welded.load_warnings[0].find("gripper.urdf:1: joint 'left_joint' (prismatic) welded"),
+            std::string::npos)
+      << welded.load_warnings[0];
+  EXPECT_NE(welded.load_warnings[1].find("joint 'right_joint'"), std::string::npos);
+  // the finger links stay frames, on the hand
+  for (const char* frame : {"left", "right", "right_tip"}) {
+    ASSERT_GE(welded.frameIndex(frame), 0) << frame;
+    EXPECT_EQ(welded.frames[welded.frameIndex(frame)].body, 1) << frame;
+  }
+
+  UrdfOptions armature;
+  ASSERT_EQ(parseMasslessPolicy("armature=0.002", armature), "");
+  const Model geared = loadUrdfString(xml, armature, "gripper.urdf");
+  ASSERT_EQ(geared.nv, 3);
+  ASSERT_EQ(geared.load_warnings.size(), 2u);
+  EXPECT_NE(geared.load_warnings[0].find("joint 'left_joint'"), std::string::npos)
+      << geared.load_warnings[0];
+  EXPECT_NE(geared.load_warnings[0].find("armature 0.002 added"), std::string::npos);
+  EXPECT_EQ(geared.armature[0], 0.0);
+  EXPECT_EQ(geared.armature[1], 0.002);
+  EXPECT_EQ(geared.armature[2], 0.002);
+  EXPECT_EQ(geared.nalgebraic, 0);
+  // a massless finger's only inertia is its armature: M is diag(I_zz of the hand, a, a)
+  Data data(geared);
+  Eigen::VectorXd q = geared.neutralConfiguration();
+  q(0) = 0.7;
+  Eigen::MatrixXd expected = Eigen::MatrixXd::Zero(3, 3);
+  expected.diagonal() << 0.01, 0.002, 0.002;
+  EXPECT_LE(relativeDifference(crba(geared, data, q), expected), kAlgebraTol);
+}
+
+// A massless neck carrying a point-mass head whose centre lies on the neck's yaw axis at the
+// neutral pose: the yaw has no inertia there and some elsewhere. The armature loads it.
+TEST(UrdfLoader, ANeckWhoseInertiaChangesRankLoadsWithArmature) {
+  const std::string xml = robot(
+      link("torso", kGoodInertial) +
+      joint("neck_yaw", "continuous", "torso", "neck", "<axis xyz='0 0 1'/>") + link("neck") +
+      joint("neck_pitch", "continuous", "neck", "head",
+            "<origin xyz='0 0 0.1'/><axis xyz='0 1 0'/>") +
+      link("head", inertial("0 0 0.2", "0 0 0", 1.0, moments(0, 0, 0))));
+  expectUrdfError(xml, {"joint 'neck_yaw'", "rank", "massless: armature"});
+  UrdfOptions options;
+  ASSERT_EQ(parseMasslessPolicy("armature=1e-4", options), "");
+  const Model model = loadUrdfString(xml, options, "head.urdf");
+  EXPECT_EQ(model.nalgebraic, 0);
+  // the warnings: the root welded to the world, then the neck's armature
+  ASSERT_EQ(model.load_warnings.size(), 2u);
+  EXPECT_NE(model.load_warnings[1].find("joint 'neck_yaw'"), std::string::npos)
+      << model.load_warnings[1];
+  EXPECT_EQ(model.armature[0], 1e-4);
+  EXPECT_EQ(model.armature[1], 0.0);
+}
+
+TEST(UrdfLoader, MasslessPolicyTextIsChecked) {
+  UrdfOptions options;
+  EXPECT_EQ(parseMasslessPolicy("weld", options), "");
+  EXPECT_EQ(options.massless, MasslessPolicy::kWeld);
+  EXPECT_EQ(parseMasslessPolicy("refuse", options), "");
+  EXPECT_EQ(options.massless, MasslessPolicy::kRefuse);
+  for (const char* bad : {"", "armature", "armature=", "armature=0", "armature=-1",
+                          "armature=1e7", "armature=nan", "armature=1x", "Weld"}) {
+    const std::string why = parseMasslessPolicy(bad, options);
+    EXPECT_NE(why.find("refuse, weld, or armature=<value>"), std::string::npos) << bad;
+    EXPECT_EQ(options.massless, MasslessPolicy::kRefuse) << bad;
+  }
+  EXPECT_NE(parseInertiaPolicy("balanced", options).find("as_given, balance or strict"),
+            std::string::npos);
+}
+
 TEST(UrdfLoaderErrors, UnknownParent) {
   expectUrdfError(robot(link("a") + link("b") + joint("j", "fixed", "zz", "b")),
                   {"joint 'j'", "parent link 'zz' does not exist"});
