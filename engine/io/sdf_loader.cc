@@ -491,9 +491,11 @@ class SdfReader {
       }
     };
     grow(-1);
+    // the canonical link (the first link unless the model names one), by its scoped name
     int canonical = -1;
-    if (const auto it = link_index_.find(model.CanonicalLinkName()); it != link_index_.end())
-      canonical = static_cast<int>(it->second);
+    if (const auto [link, name] = model.CanonicalLinkAndRelativeName(); link != nullptr)
+      if (const auto it = link_index_.find(name); it != link_index_.end())
+        canonical = static_cast<int>(it->second);
     while (true) {
       int root = canonical >= 0 && !reached[canonical] ? canonical : -1;
       for (int l = 0; l < n && root < 0; ++l)
