@@ -23,6 +23,7 @@
 #include <tinyxml2.h>
 
 #include <Eigen/Geometry>
+#include <cctype>
 #include <cmath>
 #include <deque>
 #include <filesystem>
@@ -314,7 +315,8 @@ class SdfReader {
       robots.push_back(scenery.front());  // one static model: the robot, fixed
     if (robots.size() != 1) {
       std::string names;
-      for (const sdf::Model* m : robots) names += (names.empty() ? "'" : ", '") + printable(m->Name()) + "'";
+      for (const sdf::Model* m : robots)
+        names += (names.empty() ? "'" : ", '") + printable(m->Name()) + "'";
       fail(world.Element(), "world '" + printable(world.Name()) + "'",
            robots.empty() ? "has no model that moves (a model that is not <static>)"
                           : "has " + std::to_string(robots.size()) + " models that move (" +
@@ -359,7 +361,8 @@ class SdfReader {
         ground.enabled = true;
         ground.height = x.translation.z();
         if (sdf::ElementPtr e = collision.Element()) {
-          for (const char* child : {"surface", "friction", "ode", "mu"}) e = e ? e->FindElement(child) : nullptr;
+          for (const char* child : {"surface", "friction", "ode", "mu"})
+            e = e ? e->FindElement(child) : nullptr;
           if (e) ground.friction = e->Get<double>();
         }
         if (!std::isfinite(ground.friction) || ground.friction < 0.0)
@@ -374,7 +377,8 @@ class SdfReader {
 
   // --- the DOM, flattened ---
 
-  void collectLinks(const sdf::Model& model, const std::string& prefix, const Transform& x_m_model) {
+  void collectLinks(const sdf::Model& model, const std::string& prefix,
+                    const Transform& x_m_model) {
     for (uint64_t k = 0; k < model.LinkCount(); ++k) {
       const sdf::Link& link = *model.LinkByIndex(k);
       const Transform x = x_m_model * resolved(link.SemanticPose());
@@ -383,7 +387,8 @@ class SdfReader {
     }
     for (uint64_t k = 0; k < model.ModelCount(); ++k) {
       const sdf::Model& nested = *model.ModelByIndex(k);
-      collectLinks(nested, prefix + nested.Name() + "::", x_m_model * resolved(nested.SemanticPose()));
+      collectLinks(nested, prefix + nested.Name() + "::",
+                   x_m_model * resolved(nested.SemanticPose()));
     }
   }
 
@@ -396,7 +401,8 @@ class SdfReader {
     return static_cast<int>(it->second);
   }
 
-  void collectJoints(const sdf::Model& model, const std::string& prefix, const Transform& x_m_model) {
+  void collectJoints(const sdf::Model& model, const std::string& prefix,
+                     const Transform& x_m_model) {
     for (uint64_t k = 0; k < model.JointCount(); ++k) {
       const sdf::Joint& joint = *model.JointByIndex(k);
       JointItem item;
@@ -451,7 +457,8 @@ class SdfReader {
     }
     for (uint64_t k = 0; k < model.ModelCount(); ++k) {
       const sdf::Model& nested = *model.ModelByIndex(k);
-      collectJoints(nested, prefix + nested.Name() + "::", x_m_model * resolved(nested.SemanticPose()));
+      collectJoints(nested, prefix + nested.Name() + "::",
+                    x_m_model * resolved(nested.SemanticPose()));
     }
   }
 

@@ -85,8 +85,8 @@ std::string urdfToSdf(const std::string& urdf, bool fixed_base) {
         << type;
     const tinyxml2::XMLElement* origin = j->FirstChildElement("origin");
     const std::string parent = attribute(j->FirstChildElement("parent"), "link", "");
-    s << "<joint name='" << attribute(j, "name", "") << "' type='" << type << "'><pose relative_to='"
-      << parent << "'>" << attribute(origin, "xyz", "0 0 0") << " "
+    s << "<joint name='" << attribute(j, "name", "") << "' type='" << type
+      << "'><pose relative_to='" << parent << "'>" << attribute(origin, "xyz", "0 0 0") << " "
       << attribute(origin, "rpy", "0 0 0") << "</pose><parent>" << parent << "</parent><child>"
       << attribute(j->FirstChildElement("child"), "link", "") << "</child>";
     if (type != "fixed") {
@@ -127,7 +127,9 @@ void expectSameModel(const Model& sdf, const Model& urdf) {
   for (int i = 1; i < sdf.nbodies; ++i) {
     SCOPED_TRACE("body " + sdf.body_names[i]);
     EXPECT_EQ(sdf.joints[i].type, urdf.joints[i].type);
-    if (sdf.nv_joint[i] > 0) EXPECT_EQ(sdf.joint_names[i], urdf.joint_names[i]);
+    if (sdf.nv_joint[i] > 0) {
+      EXPECT_EQ(sdf.joint_names[i], urdf.joint_names[i]);
+    }
     EXPECT_TRUE(sdf.joint_placement[i].isApprox(urdf.joint_placement[i], 1e-12));
     EXPECT_NEAR(sdf.inertias[i].mass, urdf.inertias[i].mass, 1e-12);
     EXPECT_LT((sdf.inertias[i].com - urdf.inertias[i].com).norm(), 1e-12);
@@ -276,9 +278,10 @@ TEST(SdfLoader, FourBarClosesItsLoopLikeTheNativeModel) {
       jointXml("rocker_joint", "revolute", "world", "rocker", axis) +
       jointXml("coupler_rocker_pin", "revolute", "coupler", "rocker",
                "<pose>0.3 0 0 0 0 0</pose>" + axis));
+  const std::size_t model_start = sdf.find("<model");
   const std::string world = "<?xml version='1.0'?><sdf version='1.9'><world name='w'>"
                             "<gravity>0 -9.81 0</gravity>" +
-                            sdf.substr(sdf.find("<model"), sdf.find("</sdf>") - sdf.find("<model")) +
+                            sdf.substr(model_start, sdf.find("</sdf>") - model_start) +
                             "</world></sdf>";
   const Model from_sdf = loadSdfString(world, {}, "four_bar.sdf");
   // the same mechanism in the native format: the placements and loop frames the SDFormat poses
@@ -291,7 +294,8 @@ TEST(SdfLoader, FourBarClosesItsLoopLikeTheNativeModel) {
       "  - name: coupler\n    parent: crank\n    placement: {xyz: [0.1, 0, 0], rpy: [0, 0, " +
       number(p.phi - p.theta) + "]}\n"
       "    joint: {type: revolute, name: coupler_joint, axis: [0, 0, 1]}\n"
-      "    inertia: {mass: 0.6, com: [0.175, 0, 0], inertia: [1.0e-6, 6.125e-3, 6.125e-3, 0, 0, 0]}\n"
+      "    inertia: {mass: 0.6, com: [0.175, 0, 0],\n"
+      "              inertia: [1.0e-6, 6.125e-3, 6.125e-3, 0, 0, 0]}\n"
       "  - name: rocker\n    placement: {xyz: [0.4, 0, 0], rpy: [0, 0, " + number(p.psi) + "]}\n"
       "    joint: {type: revolute, name: rocker_joint, axis: [0, 0, 1]}\n"
       "    inertia: {mass: 0.5, com: [0.15, 0, 0], inertia: [1.0e-6, 3.75e-3, 3.75e-3, 0, 0, 0]}\n"
@@ -341,7 +345,8 @@ TEST(SdfLoader, NestedModelsAreScopedAndPosedInTheTopModel) {
   const int upper = model.bodyIndex("arm::upper"), lower = model.bodyIndex("arm::lower");
   EXPECT_EQ(model.joint_names[lower], "arm::shoulder");
   // arm::upper sits at (0, 0.5, 1) turned by π/2, arm::lower 0.5 further along the arm's x
-  const Matrix3 quarter = Eigen::AngleAxisd(std::numbers::pi / 2, Vector3::UnitZ()).toRotationMatrix();
+  const Matrix3 quarter =
+      Eigen::AngleAxisd(std::numbers::pi / 2, Vector3::UnitZ()).toRotationMatrix();
   EXPECT_TRUE(model.joint_placement[upper].isApprox(Transform(quarter, Vector3(0, 0.5, 1)), 1e-12));
   EXPECT_TRUE(model.joint_placement[lower].isApprox(Transform(Matrix3::Identity(),
                                                               Vector3(0.5, 0, 0)), 1e-12));
@@ -459,7 +464,8 @@ TEST(SdfLoader, InertiaPolicyAppliesAsForUrdf) {
 
 TEST(SdfLoader, IncludesResolveBesideTheFileOnly) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("hilsim_sdf_include_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("hilsim_sdf_include_" + std::to_string(::getpid()));
   fs::create_directories(dir / "parts");
   std::ofstream(dir / "parts" / "arm.sdf") << sdfModel(linkXml("l"));
   const std::string top =
