@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/builder/model_builder.h"
+#include "engine/io/model_loader.h"
 #include "engine/model/model.h"
 #include "engine/spatial/transform.h"
 
@@ -23,11 +25,28 @@ std::string printable(std::string_view text, std::size_t max_bytes = 80);
 /// A loader's final message: control bytes escaped as printable() does, at most 2 KiB.
 std::string oneLine(std::string_view message);
 
+/// Line (1-based) of the first start tag of `xml` with more than `max_attributes` attributes, or 0
+/// when there is none. One linear scan, run before tinyxml2 parses an XML model: tinyxml2 checks
+/// each attribute against those of its element already read, so n attributes cost n².
+int tagWithTooManyAttributes(std::string_view xml, int max_attributes);
+
 /// Directory part of a path ("." when there is none).
 std::string directoryOf(const std::string& path);
 
 /// Rotation R = Rz(yaw) Ry(pitch) Rx(roll): URDF's fixed-axis roll-pitch-yaw convention.
 Matrix3 rotationFromRpy(double roll, double pitch, double yaw);
+
+/// What the inertia policy made of one moving body's composite inertia (docs/MODEL_FORMAT.md,
+/// "Inertia policy"): a reason to refuse it, or a warning line's tail, or neither.
+struct InertiaCheck {
+  std::string error;    ///< undefined dynamics (any policy), a broken triangle inequality (strict)
+  std::string warning;  ///< "principal moments break the triangle inequality by …; …"
+};
+
+/// Applies `policy` to `body` (its inertia with the welded links merged): balances the inertia
+/// (kBalance) or marks it BodySpec::inertia_as_given (kAsGiven) when its principal moments break
+/// the triangle inequality.
+InertiaCheck applyInertiaPolicy(BodySpec& body, InertiaPolicy policy);
 
 /// Rethrows a ModelBuilder error for a file: "<source>: <message>", with the builder's
 /// "body '…'" rewritten as `element_word` ("link" for URDF) so that it names the file's element.

@@ -40,7 +40,7 @@ struct ModelLimits {
   bool files_inside_base_directory = false;
 };
 
-/// Loads a model from `path_or_name`: a path to a .urdf or .yaml/.yml file, or the name of a
+/// Loads a model from `path_or_name`: a path to a .urdf, .sdf or .yaml/.yml file, or the name of a
 /// bundled model (see bundledModelNames()). Throws ModelError with one clear line naming the file
 /// and element on any problem (missing file, parse error, invalid inertia, unknown parent, cycle,
 /// duplicate name, NaN/Inf, unsupported joint type, a limit exceeded, ...). Never crashes, leaks
@@ -108,6 +108,21 @@ Model loadUrdfString(const std::string& urdf_xml, bool floating_base = false,
 Model loadUrdfString(const std::string& urdf_xml, const UrdfOptions& options,
                      const std::string& source_name = "<string>",
                      const ModelLimits& limits = {});
+
+/// Loads an SDFormat file (.sdf: one <model>, or a <world> with one robot model) through
+/// libsdformat; docs/MODEL_FORMAT.md, "SDFormat". `options` as for URDF: floating_base gives a
+/// model the file welds to the world (a `fixed` joint to `world`, or <static>) a free joint
+/// instead; the inertia policy applies to every moving body. <include> resolves relative paths in
+/// the file's directory only. Joint graphs that are not trees become a spanning tree and loop
+/// closures.
+Model loadSdf(const std::string& path, const UrdfOptions& options = {},
+              const ModelLimits& limits = {});
+
+/// Parses SDFormat text; `source_name` is used in error messages. Never reads a file: <include>
+/// is refused.
+Model loadSdfString(const std::string& xml, const UrdfOptions& options = {},
+                    const std::string& source_name = "<string>",
+                    const ModelLimits& limits = {});
 
 /// Loads a native YAML model file.
 Model loadYaml(const std::string& path, const ModelLimits& limits = {});

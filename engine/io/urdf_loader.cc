@@ -151,35 +151,9 @@ class UrdfReader {
   // by one linear scan.
   void checkAttributeCounts(std::string_view xml) const {
     constexpr int kMaxAttributes = 64;
-    int line = 1;
-    for (std::size_t k = 0; k < xml.size(); ++k) {
-      if (xml[k] == '\n') ++line;
-      if (xml[k] != '<') continue;
-      if (xml.compare(k, 4, "<!--") == 0 || xml.compare(k, 9, "<![CDATA[") == 0) {
-        const std::size_t end = xml.find(xml[k + 2] == '-' ? "-->" : "]]>", k);
-        if (end == std::string_view::npos) return;  // tinyxml2 reports it
-        for (std::size_t j = k; j < end; ++j) line += xml[j] == '\n';
-        k = end;
-        continue;
-      }
-      // a tag: count '=' outside quoted values up to its '>'
-      const int start_line = line;
-      int attributes = 0;
-      char quote = 0;
-      std::size_t j = k + 1;
-      for (; j < xml.size() && (quote != 0 || xml[j] != '>'); ++j) {
-        if (xml[j] == '\n') ++line;
-        if (quote != 0) {
-          if (xml[j] == quote) quote = 0;
-        } else if (xml[j] == '"' || xml[j] == '\'') {
-          quote = xml[j];
-        } else if (xml[j] == '=' && ++attributes > kMaxAttributes) {
-          fail(start_line, "", "an element with more than " + std::to_string(kMaxAttributes) +
-                                   " attributes");
-        }
-      }
-      k = j;
-    }
+    if (const int line = io_detail::tagWithTooManyAttributes(xml, kMaxAttributes))
+      fail(line, "", "an element with more than " + std::to_string(kMaxAttributes) +
+                         " attributes");
   }
 
   // --- numbers ---
@@ -762,26 +736,11 @@ class UrdfReader {
         element += ")";
       }
       const int line = links_[link_index_.at(b.name)].line;
-      // undefined dynamics are refused whatever the policy; a rigid body's triangle inequality
-      // only under `strict` (vendor files often break it by a few percent)
-      const std::string why = inertia_policy_ == InertiaPolicy::kStrict
-                                  ? b.inertia.validate()
-                                  : b.inertia.validateDefinite();
-      if (!why.empty()) fail(line, element, why);
-      const double excess = b.inertia.triangleExcess();
-      const double scale = std::max(1.0, b.inertia.inertia_com.cwiseAbs().maxCoeff());
-      if (inertia_policy_ == InertiaPolicy::kStrict || !(excess > 1e-9 * scale)) continue;
-      std::ostringstream note;
-      note << source_ << ":" << line << ": " << element << ": principal moments break the "
-           << "triangle inequality by " << excess << " kg·m²";
-      if (inertia_policy_ == InertiaPolicy::kBalance) {
-        b.inertia = b.inertia.balanced();
-        note << "; balanced: the two smaller moments raised by " << 0.5 * excess << " kg·m² each";
-      } else {
-        b.inertia_as_given = true;
-        note << "; loaded as given (inertia: balance or strict to change that)";
-      }
-      warnings_.push_back(note.str());
+      const io_detail::InertiaCheck check = io_detail::applyInertiaPolicy(b, inertia_policy_);
+      if (!check.error.empty()) fail(line, element, check.error);
+      if (!check.warning.empty())
+        warnings_.push_back(source_ + ":" + std::to_string(line) + ": " + element + ": " +
+                            check.warning);
     }
   }
 
