@@ -128,6 +128,11 @@ class SdfReader {
         limits_(limits) {}
 
   Model read(const std::string& xml) {
+    // a link without <inertial> has SDFormat's default of 1 kg, so a massless link is one its
+    // author wrote so: give it armature, or mass (weld is for URDF's links without <inertial>)
+    if (options_.massless == MasslessPolicy::kWeld)
+      failAt(0, "massless: weld applies to URDF models; an SDFormat model takes "
+                "massless: armature=<kg·m²>");
     preCheck(xml);
     silenceLibrary();
     const std::lock_guard<std::mutex> lock(libraryMutex());
@@ -135,13 +140,13 @@ class SdfReader {
     parse(xml, root);
     const sdf::Model& model = selectModel(root);
     name_ = model.Name();
-    collectLinks(model, "", model_pose_);
+    collectLinks(model, "", Transform());  // in M: bodyFrame() puts M in the world
     if (static_cast<long long>(links_.size()) > limits_.max_bodies)
       fail(model.Element(), "", std::to_string(links_.size()) +
                                     " links, more than the limit of " +
                                     std::to_string(limits_.max_bodies));
     for (std::size_t k = 0; k < links_.size(); ++k) link_index_.emplace(links_[k].name, k);
-    collectJoints(model, "", model_pose_);
+    collectJoints(model, "", Transform());
     spanningTree(model);
     return convert(model);
   }
@@ -561,6 +566,8 @@ class SdfReader {
     mergeWeldedInertias(specs);
     ModelBuilder builder(name_);
     builder.setGravity(gravity_);
+    if (options_.massless == MasslessPolicy::kArmature)
+      builder.setMasslessArmature(options_.massless_armature);
     for (BodySpec& spec : specs) builder.addBody(std::move(spec));
     Model built;
     try {
@@ -577,7 +584,8 @@ class SdfReader {
         failAt(0, std::string("ground plane: ") + e.what());
       }
     }
-    built.load_warnings = std::move(warnings_);
+    // the reader's notes first, then the builder's (armature added to massless joints)
+    built.load_warnings.insert(built.load_warnings.begin(), warnings_.begin(), warnings_.end());
     return built;
   }
 

@@ -119,17 +119,19 @@ class UrdfReader {
     const std::vector<int> order = treeOrder();
     if (massless_ == MasslessPolicy::kWeld) weldMasslessSubtrees(order);
     Model model = convert(order);
-    const LinkElement& root = links_[root_];
-    if (!floating_base_ && !rootIsGround() && root.inertia.mass > 0.0) {
-      // a legged robot's trunk welded to the world stands still in the air: say so, and how
-      std::ostringstream note;
-      note << source_ << ":" << root.line << ": " << linkRef(root.name) << " ("
-           << root.inertia.mass << " kg) is the root and is welded to the world: a fixed base; "
-           << "a robot that moves its base needs floating_base (the YAML wrapper's "
-           << "floating_base: true, --floating-base, ModelSource.floating_base)";
-      warnings_.insert(warnings_.begin(), note.str());
+    noteLimitsAtTheStart();
+    noteWeldedRoot(order);
+    // the reader's notes first, then the builder's (armature added to massless joints), which
+    // name a joint: give them its line too
+    for (std::string& warning : model.load_warnings) {
+      int line = 0;
+      if (warning.rfind("joint '", 0) == 0)
+        if (const std::size_t close = warning.find("': ", 7); close != std::string::npos)
+          if (const auto it = joint_index_.find(warning.substr(7, close - 7));
+              it != joint_index_.end())
+            line = joints_[it->second].line;
+      warning = source_ + (line > 0 ? ":" + std::to_string(line) : "") + ": " + warning;
     }
-    // the reader's notes first, then the builder's (armature added to massless joints)
     model.load_warnings.insert(model.load_warnings.begin(), warnings_.begin(), warnings_.end());
     return model;
   }
@@ -507,6 +509,60 @@ class UrdfReader {
     }
     parent_joint_ = std::move(parent_joint);
     return order;
+  }
+
+  // --- what loads but deserves a word ---
+
+  // A legged robot's trunk welded to the world stands still in the air: say so, and how to float
+  // it. The root's mass is that of the links welded to it as well (a1: a massless base_link
+  // with the 6 kg trunk welded to it).
+  void noteWeldedRoot(const std::vector<int>& order) {
+    if (floating_base_ || rootIsGround()) return;
+    std::vector<char> on_root(links_.size(), 0);
+    double mass = 0.0;
+    for (int link : order) {
+      const int j = parent_joint_[link];
+      on_root[link] = link == root_ ||
+                      (joints_[j].type == "fixed" && on_root[link_index_.at(joints_[j].parent)]);
+      if (on_root[link]) mass += links_[link].inertia.mass;
+    }
+    if (!(mass > 0.0)) return;
+    const LinkElement& root = links_[root_];
+    std::ostringstream note;
+    note << source_ << ":" << root.line << ": " << linkRef(root.name) << " (" << mass
+         << " kg with the links welded to it) is the root and is welded to the world: a fixed "
+         << "base; a robot that moves its base needs floating_base (the YAML wrapper's "
+         << "floating_base: true, --floating-base, ModelSource.floating_base)";
+    warnings_.insert(warnings_.begin(), note.str());
+  }
+
+  // Simulations start at q = 0 (a URDF names no other pose): a limit range that excludes it
+  // makes the limit rows throw the joint back into range at the first step (kinova gains 40 J
+  // in 0.2 s), and a zero range (an exporter's placeholder <limit lower="0" upper="0">) locks it.
+  void noteLimitsAtTheStart() {
+    std::string outside;
+    int count = 0;
+    for (const JointElement& j : joints_) {
+      if (!j.has_limit || (j.type != "revolute" && j.type != "prismatic")) continue;
+      if (j.lower == j.upper) {
+        std::ostringstream note;
+        note << source_ << ":" << j.line << ": " << jointRef(j.name) << ": <limit lower=\""
+             << j.lower << "\" upper=\"" << j.upper << "\">: a zero range, which locks this "
+             << j.type << " joint when limits are enforced (a YAML wrapper's limits: data "
+             << "leaves them unenforced)";
+        warnings_.push_back(note.str());
+      } else if (j.lower > 0.0 || j.upper < 0.0) {
+        std::ostringstream range;
+        range << " [" << j.lower << ", " << j.upper << "]";
+        outside += (count++ == 0 ? "" : ", ") + jointRef(j.name) + range.str();
+      }
+    }
+    if (count == 0) return;
+    warnings_.push_back(source_ + ": q = 0, where a simulation starts unless told otherwise, lies "
+                        "outside the limits of " + outside + "; the limit rows push " +
+                        (count == 1 ? "it" : "them") + " into range at the first steps (start "
+                        "inside: a YAML wrapper's initial:, simulate --q0, "
+                        "SessionConfig.initial_q)");
   }
 
   // --- massless links ---

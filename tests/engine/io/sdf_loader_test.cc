@@ -340,8 +340,10 @@ TEST(SdfLoader, NestedModelsAreScopedAndPosedInTheTopModel) {
       jointXml("mount", "revolute", "base", "arm::upper", "<axis><xyz>0 0 1</xyz></axis>"));
   const Model model = loadSdfString(text, {}, "nested.sdf");
   ASSERT_EQ(model.nv, 2);
-  EXPECT_EQ(model.body_names, (std::vector<std::string>{"world", "base", "arm::upper",
-                                                        "arm::lower"}));
+  // base is welded to the world: a frame of the world, not a body
+  EXPECT_EQ(model.body_names, (std::vector<std::string>{"world", "arm::upper", "arm::lower"}));
+  ASSERT_GE(model.frameIndex("base"), 0);
+  EXPECT_EQ(model.frames[model.frameIndex("base")].body, 0);
   const int upper = model.bodyIndex("arm::upper"), lower = model.bodyIndex("arm::lower");
   EXPECT_EQ(model.joint_names[lower], "arm::shoulder");
   // arm::upper sits at (0, 0.5, 1) turned by π/2, arm::lower 0.5 further along the arm's x

@@ -448,6 +448,46 @@ TEST(UrdfLoader, AMassiveRootWeldedToTheWorldIsNamed) {
                                                        "<axis xyz='0 1 0'/>") +
                                   link("leg", kGoodInertial));
   EXPECT_TRUE(loadUrdfString(frame, UrdfOptions{}).load_warnings.empty());
+  // a massless base_link with the trunk welded to it (a1, b1): the composite is named
+  const std::string composite =
+      robot(link("base_link") + joint("base_to_trunk", "fixed", "base_link", "trunk") +
+            link("trunk", inertial("0 0 0", "0 0 0", 6.0, moments(0.1, 0.1, 0.1))) +
+            joint("hip", "continuous", "trunk", "leg", "<axis xyz='0 1 0'/>") +
+            link("leg", kGoodInertial));
+  const Model a1 = loadUrdfString(composite, UrdfOptions{}, "a1.urdf");
+  ASSERT_EQ(a1.load_warnings.size(), 1u);
+  EXPECT_NE(a1.load_warnings[0].find(
+                "link 'base_link' (6 kg with the links welded to it) is the root and is welded"),
+            std::string::npos)
+      << a1.load_warnings[0];
+}
+
+// q = 0 outside a joint's limit range, or a zero range: loaded as written, with a word on each.
+TEST(UrdfLoader, LimitsThatExcludeTheStartOrLockAJointAreNamed) {
+  const auto limited = [](const std::string& lower, const std::string& upper) {
+    return "<axis xyz='0 1 0'/><limit lower='" + lower + "' upper='" + upper +
+           "' effort='0' velocity='0'/>";
+  };
+  const std::string xml =
+      robot(link("base") + joint("a", "revolute", "base", "la", limited("0.1", "1")) +
+            link("la", kGoodInertial) + joint("b", "prismatic", "la", "lb", limited("-1", "-0.5")) +
+            link("lb", kGoodInertial) + joint("c", "revolute", "lb", "lc", limited("0", "0")) +
+            link("lc", kGoodInertial) + joint("d", "revolute", "lc", "ld", limited("-1", "1")) +
+            link("ld", kGoodInertial));
+  const Model m = loadUrdfString(xml, UrdfOptions{}, "exported.urdf");
+  ASSERT_EQ(m.load_warnings.size(), 2u);
+  EXPECT_NE(m.load_warnings[0].find("exported.urdf:1: joint 'c': <limit lower=\"0\" "
+                                    "upper=\"0\">: a zero range, which locks this revolute joint"),
+            std::string::npos)
+      << m.load_warnings[0];
+  EXPECT_NE(m.load_warnings[1].find("exported.urdf: q = 0, where a simulation starts unless told "
+                                    "otherwise, lies outside the limits of joint 'a' [0.1, 1], "
+                                    "joint 'b' [-1, -0.5]; the limit rows push them"),
+            std::string::npos)
+      << m.load_warnings[1];
+  // as written: the ranges are the file's
+  EXPECT_EQ(m.lower_limit[0], 0.1);
+  EXPECT_EQ(m.upper_limit[2], 0.0);
 }
 
 TEST(UrdfLoader, InertiaThatBreaksTheTriangleInequalityLoadsByPolicy) {
@@ -523,7 +563,8 @@ TEST(UrdfLoader, MasslessFingersAreRefusedWeldedOrGivenArmatureByPolicy) {
   const Model geared = loadUrdfString(xml, armature, "gripper.urdf");
   ASSERT_EQ(geared.nv, 3);
   ASSERT_EQ(geared.load_warnings.size(), 2u);
-  EXPECT_NE(geared.load_warnings[0].find("joint 'left_joint'"), std::string::npos)
+  EXPECT_NE(geared.load_warnings[0].find("gripper.urdf:1: joint 'left_joint': massless body"),
+            std::string::npos)
       << geared.load_warnings[0];
   EXPECT_NE(geared.load_warnings[0].find("armature 0.002 added"), std::string::npos);
   EXPECT_EQ(geared.armature[0], 0.0);
