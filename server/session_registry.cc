@@ -235,6 +235,10 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
     return invalid("model.floating_base, inertia and massless apply to a URDF; a YAML model says "
                    "them in its wrapper (floating_base:, inertia:, massless:)");
   }
+  if (urdf_options && source.source_case() == v1::ModelSource::kMjcf) {
+    return invalid("model.floating_base, inertia and massless apply to URDF and SDFormat; an MJCF "
+                   "model names its free joints and inertias itself");
+  }
   try {
     switch (source.source_case()) {
       case v1::ModelSource::kBundledName: {
@@ -245,9 +249,11 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
           if (path.empty() && (bundled_models_.count(requested) > 0 ||
                                 unloadable_models_.count(requested) > 0))
             path = bundledModelPath(requested);
-          if (!path.empty() && !path.ends_with(".urdf")) {
-            return invalid("model.floating_base, inertia and massless apply to a URDF; model '" +
-                           requested + "' is a YAML model, whose wrapper says them");
+          if (!path.empty() && !path.ends_with(".urdf") && !path.ends_with(".sdf")) {
+            return invalid("model.floating_base, inertia and massless apply to URDF and "
+                           "SDFormat; model '" + requested + "' is " +
+                           (path.ends_with(".xml") ? "an MJCF model, which says them itself"
+                                                   : "a YAML model, whose wrapper says them"));
           }
           if (!path.empty()) {
             *model = std::make_shared<const Model>(
@@ -313,8 +319,26 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
         *name = (*model)->name;
         return grpc::Status::OK;
       }
+      case v1::ModelSource::kSdf:
+      case v1::ModelSource::kMjcf: {
+        const bool sdf = source.source_case() == v1::ModelSource::kSdf;
+        const std::string& text = sdf ? source.sdf() : source.mjcf();
+        if (text.size() > config_.max_model_text_bytes) {
+          return invalid(std::string(sdf ? "model.sdf: " : "model.mjcf: ") +
+                         std::to_string(text.size()) + " bytes, this server accepts at most " +
+                         std::to_string(config_.max_model_text_bytes));
+        }
+        *model = std::make_shared<const Model>(
+            sdf ? loadSdfString(text, options, source_name, modelLimits(config_))
+                : loadMjcfString(text, source_name, modelLimits(config_)));
+        for (const std::string& warning : (*model)->load_warnings) {
+          spdlog::warn("model '{}': {}", (*model)->name, warning);
+        }
+        *name = (*model)->name;
+        return grpc::Status::OK;
+      }
       case v1::ModelSource::SOURCE_NOT_SET:
-        return invalid("model: no source (set bundled_name, urdf or yaml)");
+        return invalid("model: no source (set bundled_name, urdf, yaml, sdf or mjcf)");
     }
   } catch (const std::exception& e) {
     return invalid(clipped(e.what()));
