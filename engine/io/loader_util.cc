@@ -31,6 +31,43 @@ std::string readTextFile(const std::string& path, std::size_t max_bytes) {
   return text;
 }
 
+void checkXmlShape(std::string_view xml, std::size_t max_bytes, const std::string& source) {
+  if (xml.size() > max_bytes)
+    throw ModelError(source + ": " + std::to_string(xml.size()) +
+                     " bytes, larger than the limit of " + std::to_string(max_bytes) +
+                     " bytes for a model text");
+  constexpr int kMaxAttributes = 64;
+  int line = 1;
+  for (std::size_t k = 0; k < xml.size(); ++k) {
+    if (xml[k] == '\n') ++line;
+    if (xml[k] != '<') continue;
+    if (xml.compare(k, 4, "<!--") == 0 || xml.compare(k, 9, "<![CDATA[") == 0) {
+      const std::size_t end = xml.find(xml[k + 2] == '-' ? "-->" : "]]>", k);
+      if (end == std::string_view::npos) return;  // tinyxml2 reports it
+      for (std::size_t j = k; j < end; ++j) line += xml[j] == '\n';
+      k = end;
+      continue;
+    }
+    // a tag: count '=' outside quoted values up to its '>'
+    const int start_line = line;
+    int attributes = 0;
+    char quote = 0;
+    std::size_t j = k + 1;
+    for (; j < xml.size() && (quote != 0 || xml[j] != '>'); ++j) {
+      if (xml[j] == '\n') ++line;
+      if (quote != 0) {
+        if (xml[j] == quote) quote = 0;
+      } else if (xml[j] == '"' || xml[j] == '\'') {
+        quote = xml[j];
+      } else if (xml[j] == '=' && ++attributes > kMaxAttributes) {
+        throw ModelError(source + ":" + std::to_string(start_line) + ": an element with more than " +
+                         std::to_string(kMaxAttributes) + " attributes");
+      }
+    }
+    k = j;
+  }
+}
+
 std::string printable(std::string_view text, std::size_t max_bytes) {
   constexpr char kHex[] = "0123456789abcdef";
   std::string out;

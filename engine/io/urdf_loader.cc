@@ -98,11 +98,7 @@ class UrdfReader {
         limits_(limits) {}
 
   Model read(const std::string& xml) {
-    if (xml.size() > limits_.max_text_bytes)
-      throw ModelError(source_ + ": " + std::to_string(xml.size()) +
-                       " bytes, larger than the limit of " +
-                       std::to_string(limits_.max_text_bytes) + " bytes for a model text");
-    checkAttributeCounts(xml);
+    io_detail::checkXmlShape(xml, limits_.max_text_bytes, source_);
     XMLDocument document;
     if (document.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
       const int line = document.ErrorLineNum();
@@ -139,43 +135,6 @@ class UrdfReader {
     message += ": ";
     if (!element.empty()) message += element + ": ";
     throw ModelError(message + what);
-  }
-
-  // tinyxml2 looks up every attribute among those of its element already read (to refuse
-  // duplicates), so one element with n attributes costs n²: 512 KiB of them would take seconds.
-  // A URDF element has a handful; a start tag with more than kMaxAttributes is refused first,
-  // by one linear scan.
-  void checkAttributeCounts(std::string_view xml) const {
-    constexpr int kMaxAttributes = 64;
-    int line = 1;
-    for (std::size_t k = 0; k < xml.size(); ++k) {
-      if (xml[k] == '\n') ++line;
-      if (xml[k] != '<') continue;
-      if (xml.compare(k, 4, "<!--") == 0 || xml.compare(k, 9, "<![CDATA[") == 0) {
-        const std::size_t end = xml.find(xml[k + 2] == '-' ? "-->" : "]]>", k);
-        if (end == std::string_view::npos) return;  // tinyxml2 reports it
-        for (std::size_t j = k; j < end; ++j) line += xml[j] == '\n';
-        k = end;
-        continue;
-      }
-      // a tag: count '=' outside quoted values up to its '>'
-      const int start_line = line;
-      int attributes = 0;
-      char quote = 0;
-      std::size_t j = k + 1;
-      for (; j < xml.size() && (quote != 0 || xml[j] != '>'); ++j) {
-        if (xml[j] == '\n') ++line;
-        if (quote != 0) {
-          if (xml[j] == quote) quote = 0;
-        } else if (xml[j] == '"' || xml[j] == '\'') {
-          quote = xml[j];
-        } else if (xml[j] == '=' && ++attributes > kMaxAttributes) {
-          fail(start_line, "", "an element with more than " + std::to_string(kMaxAttributes) +
-                                   " attributes");
-        }
-      }
-      k = j;
-    }
   }
 
   // --- numbers ---
