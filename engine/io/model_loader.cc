@@ -64,6 +64,12 @@ std::vector<fs::path> searchDirectories() {
 Model loadFile(const std::string& path, const std::string& extension, const UrdfOptions& options,
                const ModelLimits& limits) {
   if (extension == ".urdf") return loadUrdf(path, options, limits);
+  if (extension == ".xml" || extension == ".mjcf") {
+    if (options.floating_base || options.inertia != InertiaPolicy::kAsGiven)
+      throw ModelError(path + ": the URDF options (floating base, inertia policy) do not apply "
+                              "to an MJCF model (a free joint is its own <freejoint>)");
+    return loadMjcf(path, limits);
+  }
   // a YAML file says it itself: its URDF wrapper's floating_base and inertia keys
   if (options.floating_base || options.inertia != InertiaPolicy::kAsGiven) {
     throw ModelError(path + ": a YAML model sets its URDF's options itself (its wrapper's "
@@ -102,7 +108,8 @@ Model loadModel(const std::string& path_or_name, const ModelLimits& limits) {
 Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
                 const ModelLimits& limits) {
   const std::string extension = lowercase(fs::path(path_or_name).extension().string());
-  if (extension == ".urdf" || extension == ".yaml" || extension == ".yml")
+  if (extension == ".urdf" || extension == ".yaml" || extension == ".yml" || extension == ".xml" ||
+      extension == ".mjcf")
     return loadFile(path_or_name, extension, options, limits);
   if (const std::string path = bundledModelPath(path_or_name); !path.empty())
     return loadFile(path, lowercase(fs::path(path).extension().string()), options, limits);
@@ -112,10 +119,10 @@ Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
   std::error_code ec;
   if (!path_or_name.empty() && fs::exists(path_or_name, ec))
     throw ModelError("'" + path_or_name +
-                     "': unknown model file type (expected .urdf, .yaml or "
+                     "': unknown model file type (expected .urdf, .xml, .mjcf, .yaml or "
                      ".yml)");
   throw ModelError("unknown model '" + path_or_name +
-                   "': not a .urdf/.yaml/.yml file nor a "
+                   "': not a .urdf/.xml/.mjcf/.yaml/.yml file nor a "
                    "bundled model (bundled: " +
                    names + ")");
 }
