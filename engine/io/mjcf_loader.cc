@@ -193,6 +193,13 @@ Matrix3 rotation(const mjtNum* quaternion_wxyz) {
 
 Vector3 vector3(const mjtNum* v) { return Vector3(v[0], v[1], v[2]); }
 
+// A number of the model in a message, as short as it reads: 2, 0.1, 1e-05.
+std::string number(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
 const char* geomTypeName(int type) {
   switch (type) {
     case mjGEOM_PLANE: return "plane";
@@ -223,8 +230,8 @@ class MjcfConverter {
 
   Model convert(const std::string& compiler_warning) {
     if (!compiler_warning.empty()) note("MuJoCo's compiler: " + compiler_warning);
-    refuseUnsupported();
     nameEverything();
+    refuseUnsupported();
     checkSizes();
     ModelBuilder builder(modelName());
     builder.setGravity((m_->opt.disableflags & mjDSBL_GRAVITY) ? Vector3::Zero()
@@ -277,11 +284,11 @@ class MjcfConverter {
     for (int j = 0; j < m_->njnt; ++j) {
       const int type = m_->jnt_type[j];
       if ((type == mjJNT_BALL || type == mjJNT_FREE) && m_->jnt_stiffness[j] != 0.0)
-        fail(std::string(jointTypeWord(type)) + " joint " + quoted(name(mjOBJ_JOINT, j)) +
-             ": stiffness " + std::to_string(m_->jnt_stiffness[j]) +
+        fail(std::string(jointTypeWord(type)) + " joint " + quoted(joint_name_[j]) +
+             ": stiffness " + number(m_->jnt_stiffness[j]) +
              ": hilsim's joint springs are on hinge and slide joints only");
       if (type == mjJNT_FREE && m_->body_jntnum[m_->jnt_bodyid[j]] > 1)
-        fail("free joint " + quoted(name(mjOBJ_JOINT, j)) +
+        fail("free joint " + quoted(joint_name_[j]) +
              ": its body has other joints as well");
     }
   }
@@ -464,7 +471,7 @@ class MjcfConverter {
         fail(who + ": damping or armature differs between its degrees of freedom");
     if (nv > 1) {
       if (m_->dof_frictionloss[dof] != 0.0)
-        note(who + ": frictionloss " + std::to_string(m_->dof_frictionloss[dof]) +
+        note(who + ": frictionloss " + number(m_->dof_frictionloss[dof]) +
              " not read (hilsim's joint friction is on hinge and slide joints only)");
       if (m_->jnt_limited[j])
         note(who + ": its range (a cone) is not read (hilsim's limits are on hinge and slide "
@@ -474,8 +481,8 @@ class MjcfConverter {
     // hilsim's q is zero at the compiled pose, MuJoCo's qpos at qpos0 (the joint's ref)
     const double ref = m_->qpos0[m_->jnt_qposadr[j]];
     if (ref != 0.0)
-      note(who + ": ref " + std::to_string(ref) + ": hilsim's coordinate is MuJoCo's qpos − " +
-           std::to_string(ref) + " (zero at the model's pose); its range and spring reference "
+      note(who + ": ref " + number(ref) + ": hilsim's coordinate is MuJoCo's qpos − " +
+           number(ref) + " (zero at the model's pose); its range and spring reference "
            "are shifted alike");
     p.stiffness = m_->jnt_stiffness[j];
     p.spring_reference = m_->qpos_spring[m_->jnt_qposadr[j]] - ref;
@@ -541,7 +548,7 @@ class MjcfConverter {
         continue;
       }
       if (plane >= 0 && m_->geom_friction[3 * g] > m_->geom_friction[3 * plane])
-        note("sphere " + quoted(n) + ": friction " + std::to_string(m_->geom_friction[3 * g]) +
+        note("sphere " + quoted(n) + ": friction " + number(m_->geom_friction[3 * g]) +
              " above the plane's; hilsim's contacts all use the plane's (MuJoCo the larger)");
       try {
         addContactSphere(model, {n, body_name_[b], vector3(m_->geom_pos + 3 * g),
@@ -615,7 +622,7 @@ class MjcfConverter {
         spec.frame_a = Transform(rotation(data + 6), vector3(data + 3));
         spec.frame_b = Transform(Matrix3::Identity(), vector3(data));
         if (data[10] != 1.0)
-          note("weld " + quoted(n) + ": torquescale " + std::to_string(data[10]) +
+          note("weld " + quoted(n) + ": torquescale " + number(data[10]) +
                " not read (hilsim's weld is rigid)");
       }
       rows += closureRows(spec.type);
