@@ -5,8 +5,9 @@
 //
 // The text is checked before MuJoCo sees it (precheck): MuJoCo opens <include> and asset files
 // from disk even when it is given a virtual file system, its compiler allocates what some counts
-// ask (a texture's width × height, <size nkey>) without a bound, and it parses with the same
-// tinyxml2 whose attribute lookup is quadratic.
+// ask (a texture's width × height, <size nkey>) without a bound, its convex hull library (qhull)
+// writes errors to stderr, and it parses with the same tinyxml2 whose attribute lookup is
+// quadratic.
 #include <mujoco/mujoco.h>
 #include <tinyxml2.h>
 
@@ -117,8 +118,12 @@ class Precheck {
       }
     }
     if (tag == "numeric") bounded(e, "size", kMaxNumericSize);
+    if (tag == "mesh" && text_only_)
+      fail(&e, "a model text cannot hold meshes: MuJoCo's convex hull (qhull) writes its errors "
+               "to stderr (meshes are not contacts in hilsim; primitive geoms or a model file "
+               "can stand for them)");
     if (text_only_) {
-      // mesh, skin, hfield and texture files (texture: file, fileright, fileleft, ...)
+      // skin, hfield and texture files (texture: file, fileright, fileleft, ...)
       for (const tinyxml2::XMLAttribute* a = e.FirstAttribute(); a; a = a->Next())
         if (std::string_view(a->Name()).rfind("file", 0) == 0)
           fail(&e, std::string("'") + printable(a->Name()) +

@@ -413,8 +413,11 @@ TEST(MjcfLoader, ErrorsNameTheFileAndTheElement) {
   expectError(mujoco("<composite type='particle' count='2 2 2' spacing='0.1'>"
                      "<geom size='0.02'/></composite>"),
               "<composite>: composite objects");
-  expectError("<mujoco><asset><mesh name='m' file='/etc/passwd.stl'/></asset></mujoco>",
-              "bad.xml:1: <mesh>: 'file': a model text cannot name files");
+  expectError("<mujoco><asset><hfield name='h' file='/etc/passwd.png'/></asset></mujoco>",
+              "bad.xml:1: <hfield>: 'file': a model text cannot name files");
+  // qhull would print "QH6154 Qhull precision error" on this flat mesh
+  expectError("<mujoco><asset><mesh name='m' vertex='0 0 0 1 0 0 0 1 0 1 1 0'/></asset>"
+              "</mujoco>", "bad.xml:1: <mesh>: a model text cannot hold meshes");
   expectError("<mujoco><asset><texture name='t' type='2d' builtin='checker' width='100000'"
               " height='100000'/></asset></mujoco>",
               "<texture>: width '100000' is larger than 4096");
