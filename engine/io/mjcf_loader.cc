@@ -198,6 +198,11 @@ Matrix3 rotation(const mjtNum* quaternion_wxyz) {
 
 Vector3 vector3(const mjtNum* v) { return Vector3(v[0], v[1], v[2]); }
 
+// "1 sensor", "2 sensors".
+std::string count(std::size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
 // A number of the model in a message, as short as it reads: 2, 0.1, 1e-05.
 std::string number(double x) {
   std::ostringstream out;
@@ -576,9 +581,9 @@ class MjcfConverter {
       note("contacts are disabled (option flag): the plane is not the ground");
     }
     if (!ignored.empty()) {
-      std::string line = std::to_string(ignored.size()) +
-                         " colliding geoms are not contacts in hilsim (its contacts are spheres "
-                         "on moving bodies against one horizontal plane on the world): ";
+      std::string line = count(ignored.size(), "colliding geom") +
+                         " not contacts in hilsim (its contacts are spheres on moving bodies "
+                         "against one horizontal plane on the world): ";
       const std::size_t shown = std::min<std::size_t>(ignored.size(), 8);
       for (std::size_t k = 0; k < shown; ++k) line += (k > 0 ? ", " : "") + ignored[k];
       if (shown < ignored.size()) line += ", ...";
@@ -653,10 +658,10 @@ class MjcfConverter {
     if (unread != 0)
       note("option flags disabling MuJoCo's passive forces, limits, friction loss, equality or "
            "actuation are not carried over: hilsim applies what the model gives");
-    if (m_->nskin > 0) note(std::to_string(m_->nskin) + " skins (visual only) not read");
+    if (m_->nskin > 0) note(count(m_->nskin, "skin") + " (visual only) not read");
     if (m_->nsensor > 0)
-      note(std::to_string(m_->nsensor) + " sensors not read (hilsim reports the state itself)");
-    if (m_->nkey > 0) note(std::to_string(m_->nkey) + " keyframes not read");
+      note(count(m_->nsensor, "sensor") + " not read (hilsim reports the state itself)");
+    if (m_->nkey > 0) note(count(m_->nkey, "keyframe") + " not read");
   }
 
   const mjModel* m_;
