@@ -41,6 +41,38 @@ std::mutex& mujocoLoadMutex() {
   return mutex;
 }
 
+// MuJoCo's parser warns outside its compiler's handlers ("XML contains a 'NaN'"), through
+// mju_user_warning, whose default prints to stdout (the server's log): while a load holds the
+// mutex, warnings are gathered here instead, and an error (whose default handler exits the
+// process) becomes an exception.
+std::string& mujocoWarnings() {
+  static std::string warnings;
+  return warnings;
+}
+void gatherWarning(const char* message) {
+  mujocoWarnings() += (mujocoWarnings().empty() ? "" : "; ") + std::string(message);
+}
+void throwError(const char* message) { throw ModelError(std::string("MuJoCo: ") + message); }
+
+class MujocoHandlers {
+ public:
+  MujocoHandlers() : warning_(mju_user_warning), error_(mju_user_error) {
+    mujocoWarnings().clear();
+    mju_user_warning = gatherWarning;
+    mju_user_error = throwError;
+  }
+  ~MujocoHandlers() {
+    mju_user_warning = warning_;
+    mju_user_error = error_;
+  }
+  MujocoHandlers(const MujocoHandlers&) = delete;
+  MujocoHandlers& operator=(const MujocoHandlers&) = delete;
+
+ private:
+  void (*warning_)(const char*);
+  void (*error_)(const char*);
+};
+
 // Largest count the precheck lets through for what MuJoCo's compiler allocates per unit without
 // a bound of its own: texture and height-field sides, <size nkey>/<size nuser_*>, <numeric size>.
 constexpr double kMaxTextureSide = 4096;
@@ -166,6 +198,7 @@ Compiled compile(const std::string* text, const std::string& path, const std::st
   std::array<char, 1024> message{};
   Compiled out;
   std::lock_guard<std::mutex> lock(mujocoLoadMutex());
+  const MujocoHandlers handlers;
   if (text != nullptr) {
     // mjVFS holds 2000 names of 1000 bytes: too large for the stack
     auto vfs = std::make_unique<mjVFS>();
@@ -184,6 +217,8 @@ Compiled compile(const std::string* text, const std::string& path, const std::st
     throw ModelError(source + ": MuJoCo: " +
                      (message[0] != '\0' ? mujocoMessage(message.data()) : "cannot compile"));
   if (message[0] != '\0') out.warning = mujocoMessage(message.data());
+  if (!mujocoWarnings().empty())
+    out.warning += (out.warning.empty() ? "" : "; ") + mujocoMessage(mujocoWarnings().c_str());
   return out;
 }
 
@@ -239,7 +274,7 @@ class MjcfConverter {
       : m_(m), source_(std::move(source)), limits_(limits) {}
 
   Model convert(const std::string& compiler_warning) {
-    if (!compiler_warning.empty()) note("MuJoCo's compiler: " + compiler_warning);
+    if (!compiler_warning.empty()) note("MuJoCo: " + compiler_warning);
     nameEverything();
     refuseUnsupported();
     checkSizes();

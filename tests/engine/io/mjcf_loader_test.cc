@@ -351,6 +351,21 @@ TEST(MjcfLoader, SpheresOnBodiesTouchThePlaneAndOtherGeomsAreNamed) {
   EXPECT_EQ(w.find("look"), std::string::npos) << w;  // visual only: no contact in MuJoCo either
 }
 
+// MuJoCo's parser prints "WARNING: XML contains a 'NaN'" to stdout by default: the loader
+// gathers it into the model's warnings instead, and writes nothing.
+TEST(MjcfLoader, MujocosParserWarningsAreLoadWarningsNotOutput) {
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const Model model = loadMjcfString(
+      mujoco("<body name='b'><joint/><geom type='sphere' size='0.1' mass='1' rgba='nan 0 0 1'/>"
+             "</body>"), "nan.xml");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_FALSE(model.load_warnings.empty());
+  EXPECT_NE(model.load_warnings[0].find("nan.xml: MuJoCo: XML contains a 'NaN'"),
+            std::string::npos) << model.load_warnings[0];
+}
+
 TEST(MjcfLoader, LoadModelReadsXmlFiles) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("hilsim_mjcf_" + std::to_string(::getpid()));
