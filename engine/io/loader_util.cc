@@ -32,6 +32,17 @@ std::string readTextFile(const std::string& path, std::size_t max_bytes) {
   return text;
 }
 
+void checkXmlShape(std::string_view xml, std::size_t max_bytes, const std::string& source) {
+  if (xml.size() > max_bytes)
+    throw ModelError(source + ": " + std::to_string(xml.size()) +
+                     " bytes, larger than the limit of " + std::to_string(max_bytes) +
+                     " bytes for a model text");
+  constexpr int kMaxAttributes = 64;
+  if (const int line = tagWithTooManyAttributes(xml, kMaxAttributes))
+    throw ModelError(source + ":" + std::to_string(line) + ": an element with more than " +
+                     std::to_string(kMaxAttributes) + " attributes");
+}
+
 std::string printable(std::string_view text, std::size_t max_bytes) {
   constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -17,6 +17,14 @@ namespace hilsim::io_detail {
 /// so that an endless file stops within one block of it).
 std::string readTextFile(const std::string& path, std::size_t max_bytes);
 
+/// What an XML model text must be before tinyxml2 (ours, or MuJoCo's) parses it: at most
+/// `max_bytes` bytes, and no start tag with more than 64 attributes. tinyxml2 looks up every
+/// attribute among those of its element already read (to refuse duplicates), so one element with
+/// n attributes costs n²: 512 KiB of them would take seconds; a model element has a handful, and
+/// one linear scan refuses the rest. ModelError "source:line: an element with more than 64
+/// attributes", or naming the size limit.
+void checkXmlShape(std::string_view xml, std::size_t max_bytes, const std::string& source);
+
 /// Text of a model file quoted in a message: control bytes and bytes that are not part of valid
 /// UTF-8 escaped as \xNN (a message is one line, and valid UTF-8), and anything past `max_bytes`
 /// cut with "..." (never inside a character), so that no content can shape a message.

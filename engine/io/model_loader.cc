@@ -65,10 +65,18 @@ Model loadFile(const std::string& path, const std::string& extension, const Urdf
                const ModelLimits& limits) {
   if (extension == ".urdf") return loadUrdf(path, options, limits);
   if (extension == ".sdf") return loadSdf(path, options, limits);
-  // a YAML file says it itself: its URDF wrapper's floating_base and inertia keys
-  if (options.floating_base || options.inertia != InertiaPolicy::kAsGiven) {
+  if (extension == ".xml" || extension == ".mjcf") {
+    if (options.any())
+      throw ModelError(path + ": the URDF options (floating base, inertia and massless policies) "
+                              "do not apply to an MJCF model (a free joint is its own "
+                              "<freejoint>)");
+    return loadMjcf(path, limits);
+  }
+  // a YAML file says it itself: its URDF wrapper's floating_base, inertia and massless keys
+  if (options.any()) {
     throw ModelError(path + ": a YAML model sets its URDF's options itself (its wrapper's "
-                            "'floating_base' and 'inertia' keys); none can be given beside it");
+                            "'floating_base', 'inertia' and 'massless' keys); none can be given "
+                            "beside it");
   }
   return loadYaml(path, limits);
 }
@@ -81,7 +89,7 @@ std::string defaultModelName() { return bundledNames().front(); }
 
 std::string modelFileIn(const std::string& directory, const std::string& name) {
   if (!isPlainName(name)) return {};
-  for (const char* extension : {".yaml", ".yml", ".urdf"}) {
+  for (const char* extension : {".yaml", ".yml", ".urdf", ".sdf", ".xml"}) {
     const fs::path candidate = fs::path(directory) / (name + extension);
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
@@ -103,7 +111,8 @@ Model loadModel(const std::string& path_or_name, const ModelLimits& limits) {
 Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
                 const ModelLimits& limits) {
   const std::string extension = lowercase(fs::path(path_or_name).extension().string());
-  if (extension == ".urdf" || extension == ".sdf" || extension == ".yaml" || extension == ".yml")
+  if (extension == ".urdf" || extension == ".sdf" || extension == ".yaml" || extension == ".yml" ||
+      extension == ".xml" || extension == ".mjcf")
     return loadFile(path_or_name, extension, options, limits);
   if (const std::string path = bundledModelPath(path_or_name); !path.empty())
     return loadFile(path, lowercase(fs::path(path).extension().string()), options, limits);
@@ -113,10 +122,10 @@ Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
   std::error_code ec;
   if (!path_or_name.empty() && fs::exists(path_or_name, ec))
     throw ModelError("'" + path_or_name +
-                     "': unknown model file type (expected .urdf, .sdf, .yaml or "
+                     "': unknown model file type (expected .urdf, .sdf, .xml, .mjcf, .yaml or "
                      ".yml)");
   throw ModelError("unknown model '" + path_or_name +
-                   "': not a .urdf/.sdf/.yaml/.yml file nor a "
+                   "': not a .urdf/.sdf/.xml/.mjcf/.yaml/.yml file nor a "
                    "bundled model (bundled: " +
                    names + ")");
 }

@@ -1,4 +1,4 @@
-// Loading models from files: URDF and the native YAML format (docs/MODEL_FORMAT.md).
+// Loading models from files: URDF, MJCF and the native YAML format (docs/MODEL_FORMAT.md).
 #pragma once
 
 #include <cstddef>
@@ -40,8 +40,9 @@ struct ModelLimits {
   bool files_inside_base_directory = false;
 };
 
-/// Loads a model from `path_or_name`: a path to a .urdf, .sdf or .yaml/.yml file, or the name of a
-/// bundled model (see bundledModelNames()). Throws ModelError with one clear line naming the file
+/// Loads a model from `path_or_name`: a path to a .urdf, .sdf, .xml/.mjcf (MJCF) or .yaml/.yml
+/// file, or the name of a bundled model (see bundledModelNames()). Throws ModelError with one
+/// clear line naming the file
 /// and element on any problem (missing file, parse error, invalid inertia, unknown parent, cycle,
 /// duplicate name, NaN/Inf, unsupported joint type, a limit exceeded, ...). Never crashes, leaks
 /// or writes to stderr on bad input.
@@ -130,6 +131,16 @@ Model loadYaml(const std::string& path, const ModelLimits& limits = {});
 /// Parses YAML text; relative paths inside it resolve against `base_directory`.
 Model loadYamlString(const std::string& yaml_text, const std::string& base_directory = ".",
                      const std::string& source_name = "<string>",
+                     const ModelLimits& limits = {});
+
+/// Loads an MJCF (MuJoCo XML) file: MuJoCo's compiler reads it (its includes and asset files
+/// resolved beside it) and the compiled model is converted (docs/MODEL_FORMAT.md, "MJCF"); what
+/// hilsim cannot represent is refused or named in Model::load_warnings.
+Model loadMjcf(const std::string& path, const ModelLimits& limits = {});
+
+/// Parses MJCF text; `source_name` is used in messages. A text never makes its reader open a
+/// file: <include> and file attributes (meshes, textures, height fields, skins) are refused.
+Model loadMjcfString(const std::string& xml, const std::string& source_name = "<string>",
                      const ModelLimits& limits = {});
 
 /// Names of the bundled models (config/models), default first.

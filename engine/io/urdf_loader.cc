@@ -100,11 +100,7 @@ class UrdfReader {
         limits_(limits) {}
 
   Model read(const std::string& xml) {
-    if (xml.size() > limits_.max_text_bytes)
-      throw ModelError(source_ + ": " + std::to_string(xml.size()) +
-                       " bytes, larger than the limit of " +
-                       std::to_string(limits_.max_text_bytes) + " bytes for a model text");
-    checkAttributeCounts(xml);
+    io_detail::checkXmlShape(xml, limits_.max_text_bytes, source_);
     XMLDocument document;
     if (document.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
       const int line = document.ErrorLineNum();
@@ -145,17 +141,6 @@ class UrdfReader {
     message += ": ";
     if (!element.empty()) message += element + ": ";
     throw ModelError(message + what);
-  }
-
-  // tinyxml2 looks up every attribute among those of its element already read (to refuse
-  // duplicates), so one element with n attributes costs n²: 512 KiB of them would take seconds.
-  // A URDF element has a handful; a start tag with more than kMaxAttributes is refused first,
-  // by one linear scan.
-  void checkAttributeCounts(std::string_view xml) const {
-    constexpr int kMaxAttributes = 64;
-    if (const int line = io_detail::tagWithTooManyAttributes(xml, kMaxAttributes))
-      fail(line, "", "an element with more than " + std::to_string(kMaxAttributes) +
-                         " attributes");
   }
 
   // --- numbers ---
