@@ -71,24 +71,23 @@ std::string clipped(std::string message) {
 }
 
 
-// The model files of models.directory, by name (the file's stem): <name>.yaml, .yml or .urdf,
-// the first of those extensions where one name has several (model_loader.h's order).
+// The model files of models.directory, by name (the file's stem), with the first extension of
+// modelFileExtensions() where one name has several.
 std::map<std::string, std::string> directoryModels(const std::string& directory) {
+  const auto rankOf = [](const fs::path& path) {
+    const auto extensions = modelFileExtensions();
+    return std::find(extensions.begin(), extensions.end(), path.extension().string()) -
+           extensions.begin();
+  };
+  const auto not_a_model = static_cast<std::ptrdiff_t>(modelFileExtensions().size());
   std::map<std::string, std::string> files;
   if (directory.empty()) return files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const fs::path& path = entry.path();
-    if (!entry.is_regular_file(ec)) continue;
-    const std::string extension = path.extension().string();
-    const int rank = extension == ".yaml" ? 0 : extension == ".yml" ? 1 : extension == ".urdf" ? 2 : -1;
-    if (rank < 0) continue;
+    if (!entry.is_regular_file(ec) || rankOf(path) == not_a_model) continue;
     auto [it, inserted] = files.emplace(path.stem().string(), path.string());
-    if (!inserted) {
-      const std::string held = fs::path(it->second).extension().string();
-      const int held_rank = held == ".yaml" ? 0 : held == ".yml" ? 1 : 2;
-      if (rank < held_rank) it->second = path.string();
-    }
+    if (!inserted && rankOf(path) < rankOf(it->second)) it->second = path.string();
   }
   return files;
 }

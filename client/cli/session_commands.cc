@@ -154,18 +154,23 @@ v1::ModelSource modelSourceFor(const std::string& model, const UrdfOptions& opti
            model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   const bool urdf = ends_with(".urdf");
+  const bool sdf = ends_with(".sdf");
+  const bool mjcf = ends_with(".xml") || ends_with(".mjcf");
   const bool yaml = ends_with(".yaml") || ends_with(".yml");
-  if (!urdf && !yaml && model.find('/') == std::string::npos) {
+  const bool file_name = urdf || sdf || mjcf || yaml;
+  if (!file_name && model.find('/') == std::string::npos) {
     source.set_bundled_name(model);
-    setUrdfOptions(options, source);  // the server refuses them for a YAML model of its own
+    setUrdfOptions(options, source);  // the server refuses them for a YAML or MJCF model of its own
     return source;
   }
-  if (!urdf && !yaml) {
-    throw CliError("--model " + model + ": a model file ends in .urdf, .yaml or .yml", kExitUsage);
+  if (!file_name) {
+    throw CliError("--model " + model + ": a model file ends in .urdf, .sdf, .xml, .mjcf, .yaml or "
+                   ".yml",
+                   kExitUsage);
   }
-  if (options.any() && !urdf) {
-    throw CliError("--floating-base, --inertia and --massless apply to a URDF (a YAML model says "
-                   "them in its wrapper)",
+  if (options.any() && !urdf && !sdf) {
+    throw CliError("--floating-base, --inertia and --massless apply to URDF and SDFormat (a YAML "
+                   "model says them in its wrapper, an MJCF model in its own joints)",
                    kExitUsage);
   }
   std::ifstream file(model, std::ios::binary);
@@ -175,10 +180,14 @@ v1::ModelSource modelSourceFor(const std::string& model, const UrdfOptions& opti
   if (!file.good() && !file.eof()) throw CliError("cannot read " + model);
   if (urdf) {
     source.set_urdf(text.str());
-    setUrdfOptions(options, source);
+  } else if (sdf) {
+    source.set_sdf(text.str());
+  } else if (mjcf) {
+    source.set_mjcf(text.str());
   } else {
     source.set_yaml(text.str());
   }
+  if (urdf || sdf) setUrdfOptions(options, source);
   source.set_source_name(model);
   return source;
 }

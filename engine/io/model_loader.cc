@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Every file in config/models that loads on its own, default first. A name resolves to
-// <name>.yaml, <name>.yml or <name>.urdf in the first search directory that has one.
+// <name>.yaml, .yml, .urdf, .sdf or .xml in the first search directory that has one.
 const std::vector<std::string>& bundledNames() {
   // default first (the 7-DoF arm); quadruped, humanoid and talos are YAML floating-base
   // wrappers over solo12, simple_humanoid and talos_full_v2
@@ -87,10 +87,15 @@ std::vector<std::string> bundledModelNames() { return bundledNames(); }
 
 std::string defaultModelName() { return bundledNames().front(); }
 
+std::span<const std::string_view> modelFileExtensions() {
+  static constexpr std::string_view kExtensions[] = {".yaml", ".yml", ".urdf", ".sdf", ".xml"};
+  return kExtensions;
+}
+
 std::string modelFileIn(const std::string& directory, const std::string& name) {
   if (!isPlainName(name)) return {};
-  for (const char* extension : {".yaml", ".yml", ".urdf", ".sdf", ".xml"}) {
-    const fs::path candidate = fs::path(directory) / (name + extension);
+  for (const std::string_view extension : modelFileExtensions()) {
+    const fs::path candidate = fs::path(directory) / (name + std::string(extension));
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
   }

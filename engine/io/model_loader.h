@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -153,8 +154,12 @@ std::string defaultModelName();
 /// then the source tree's config/models, then ../share/hilsim/models next to the executable.
 std::string bundledModelPath(const std::string& name);
 
-/// `directory`/<name>.yaml, .yml or .urdf (the first that exists, in that order), or empty when
-/// there is none or `name` is not a plain file stem (no path, no leading dot).
+/// The extensions of the model files a name can stand for, in the order a name is looked up:
+/// ".yaml", ".yml", ".urdf", ".sdf", ".xml" (MJCF).
+std::span<const std::string_view> modelFileExtensions();
+
+/// `directory`/<name> with the first of modelFileExtensions() that exists, or empty when there is
+/// none or `name` is not a plain file stem (no path, no leading dot).
 std::string modelFileIn(const std::string& directory, const std::string& name);
 
 }  // namespace hilsim

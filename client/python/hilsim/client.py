@@ -405,7 +405,8 @@ class SimulationClient:
                        substeps: int = 0, name: str = "",
                        idle_timeout_s: Optional[float] = None,
                        start: bool = False, urdf: Optional[str] = None,
-                       yaml: Optional[str] = None,
+                       yaml: Optional[str] = None, sdf: Optional[str] = None,
+                       mjcf: Optional[str] = None,
                        config: Optional[session_pb2.SessionConfig] = None,
                        drives: Sequence[session_pb2.JointDrive] = (),
                        actuators: Sequence[session_pb2.ActuatorModel] = (),
@@ -415,8 +416,8 @@ class SimulationClient:
                        max_fault_delay: Optional[int] = None,
                        floating_base: bool = False, inertia: Optional[str] = None,
                        massless: Optional[str] = None) -> CreatedSession:
-        """Creates a session on a model the server offers by name, or on a model text (`urdf`
-        or `yaml`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
+        """Creates a session on a model the server offers by name, or on a model text (`urdf`,
+        `yaml`, `sdf` or `mjcf`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
         (None: the server's default). Fields left 0 or None take the server's defaults;
         `config` gives any other SessionConfig field. `idle_timeout_s`: a lease (0: never).
         `drives`: the joints' command interfaces (hilsim.drive(...); none: efforts everywhere).
@@ -426,8 +427,8 @@ class SimulationClient:
         `faults`: faults at set times (hilsim.fault(...)), drawing from `fault_seed`;
         `max_fault_delay`: the longest delay inject_fault may ask for [control cycles].
         `floating_base`, `inertia` ("as_given", "balance", "strict") and `massless` ("refuse",
-        "weld", "armature=<kg·m²>"): how a URDF is read, for a URDF text or a model the server
-        has by name that is a URDF (docs/MODEL_FORMAT.md, "URDF subset").
+        "weld", "armature=<kg·m²>"): how a URDF or SDFormat model is read, a text or one the
+        server has by name (docs/MODEL_FORMAT.md, "URDF subset").
         `start`: start it at once (a session that cannot start is closed again)."""
         request = service_pb2.CreateSessionRequest()
         if urdf is not None:
@@ -435,6 +436,12 @@ class SimulationClient:
             request.model.source_name = model
         elif yaml is not None:
             request.model.yaml = yaml
+            request.model.source_name = model
+        elif sdf is not None:
+            request.model.sdf = sdf
+            request.model.source_name = model
+        elif mjcf is not None:
+            request.model.mjcf = mjcf
             request.model.source_name = model
         else:
             request.model.bundled_name = model

@@ -205,6 +205,30 @@ def test_the_urdf_options_reach_texts_and_models_by_name(client):
     assert "YAML model" in yaml_model.value.message
 
 
+PENDULUM_SDF = (
+    "<sdf version='1.9'><model name='pendulum'><link name='rod'><inertial><pose>0 0 -0.5 0 0 0"
+    "</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy>"
+    "<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link><joint name='hinge' type='revolute'>"
+    "<parent>world</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint></model></sdf>")
+PENDULUM_MJCF = (
+    "<mujoco model='pendulum'><worldbody><body name='rod'><joint name='hinge' type='hinge' "
+    "axis='0 1 0'/><inertial pos='0 0 -0.5' mass='1' diaginertia='0.01 0.01 0.01'/></body>"
+    "</worldbody></mujoco>")
+
+
+def test_sdformat_and_mjcf_texts_run_alike(client):
+    config = hilsim.v1.session_pb2.SessionConfig(initial_q=[0.5])
+    finals = []
+    for keyword, text in (("sdf", PENDULUM_SDF), ("mjcf", PENDULUM_MJCF)):
+        created = client.create_session(f"pendulum.{keyword}", mode="lockstep", start=True,
+                                        config=config, **{keyword: text})
+        assert created.info.model.nv == 1
+        finals.append(client.step(created.session_id, [0.0], steps=100).q[0])
+        client.close_session(created.session_id)
+    assert finals[0] < 0.5
+    assert finals[0] == pytest.approx(finals[1], abs=1e-12)
+
+
 def _run_with_drops(client, seed):
     """200 lockstep steps of the pendulum under a seeded drop_commands; the final q and stats."""
     created = client.create_session(
