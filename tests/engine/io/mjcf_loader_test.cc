@@ -378,6 +378,9 @@ TEST(MjcfLoader, LoadModelReadsXmlFiles) {
   EXPECT_EQ(model.name, "main");
   EXPECT_EQ(model.nv, 1);
   EXPECT_GE(model.bodyIndex("inc"), 1);
+  UrdfOptions floating;
+  floating.floating_base = true;
+  EXPECT_THROW(loadModel((dir / "main.xml").string(), floating), ModelError);
   // ... a text may not
   const std::string text = "<mujoco><include file='" + (dir / "part.xml").string() + "'/></mujoco>";
   EXPECT_THROW(loadMjcfString(text), ModelError);
