@@ -439,6 +439,9 @@ TEST(MjcfLoader, ErrorsNameTheFileAndTheElement) {
   expectError("<mujoco><asset><texture name='t' type='2d' builtin='checker' width='100000'"
               " height='100000'/></asset></mujoco>",
               "<texture>: width '100000' is larger than 4096");
+  expectError("<mujoco><asset><texture name='t' type='cube' builtin='flat' width='4096'"
+              " height='4096'/></asset></mujoco>",
+              "<texture>: width × height is 16777216, more than 4194304");
   ModelLimits small;
   small.max_dofs = 2;
   expectError(kDoublePendulum + "", "3 joints, more than the limit of 2", small);
