@@ -77,6 +77,9 @@ class MujocoHandlers {
 // a bound of its own: texture and height-field sides, <size nkey>/<size nuser_*>, <numeric size>.
 constexpr double kMaxTextureSide = 4096;
 constexpr double kMaxHfieldSide = 4096;
+// ... and their area: a cube texture holds six faces of 3 bytes per pixel, 75 MB at this bound
+// (a 512 × 3072 skybox, as MuJoCo's examples have, is 1.6 M pixels)
+constexpr double kMaxGridArea = 1 << 22;
 constexpr double kMaxSizeCount = 10000;
 constexpr double kMaxNumericSize = 100000;
 
@@ -117,13 +120,24 @@ class Precheck {
   }
 
   // A count attribute above `bound` (not a number: MuJoCo's compiler says so itself).
-  void bounded(const tinyxml2::XMLElement& e, const char* attribute, double bound) const {
+  // Returns the value (0 when absent).
+  double bounded(const tinyxml2::XMLElement& e, const char* attribute, double bound) const {
     const char* text = e.Attribute(attribute);
-    if (text == nullptr) return;
+    if (text == nullptr) return 0.0;
     const double value = std::strtod(text, nullptr);
     if (value > bound)
       fail(&e, std::string(attribute) + " '" + printable(text) + "' is larger than " +
                    std::to_string(static_cast<long>(bound)) + " (hilsim's bound for a model text)");
+    return value;
+  }
+
+  // Two sides, each bounded, and their product.
+  void boundedGrid(const tinyxml2::XMLElement& e, const char* a, const char* b, double side) const {
+    const double area = bounded(e, a, side) * bounded(e, b, side);
+    if (area > kMaxGridArea)
+      fail(&e, std::string(a) + " × " + b + " is " + std::to_string(static_cast<long>(area)) +
+                   ", more than " + std::to_string(static_cast<long>(kMaxGridArea)) +
+                   " (hilsim's bound for a model text)");
   }
 
   void visit(const tinyxml2::XMLElement& e) {
@@ -135,14 +149,8 @@ class Precheck {
     if (tag == "composite")
       fail(&e, "composite objects (MuJoCo's generated particle, grid, rope, cloth and skin "
                "bodies with their tendons) are not supported");
-    if (tag == "texture") {
-      bounded(e, "width", kMaxTextureSide);
-      bounded(e, "height", kMaxTextureSide);
-    }
-    if (tag == "hfield") {
-      bounded(e, "nrow", kMaxHfieldSide);
-      bounded(e, "ncol", kMaxHfieldSide);
-    }
+    if (tag == "texture") boundedGrid(e, "width", "height", kMaxTextureSide);
+    if (tag == "hfield") boundedGrid(e, "nrow", "ncol", kMaxHfieldSide);
     if (tag == "size") {
       for (const tinyxml2::XMLAttribute* a = e.FirstAttribute(); a; a = a->Next()) {
         const std::string_view name = a->Name();

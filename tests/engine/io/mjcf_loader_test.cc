@@ -1,7 +1,7 @@
 // MJCF loading (engine/io/mjcf_loader.cc): hilsim's model of an MJCF text moves as MuJoCo's
 // compiled model of the same text. Trees: q̈ of every formulation that accepts the model against
 // MuJoCo's smooth qacc (mj_forward) at random states; loops: against the hard-constraint
-// acceleration formed from MuJoCo's own M, equality Jacobian and smooth qacc. Body and site frames
+// acceleration formed from MuJoCo's own M, equality Jacobian (and its J̇v) and smooth qacc. Body and site frames
 // against MuJoCo's forward kinematics. Then what is refused, and what is named in load_warnings.
 #include <gtest/gtest.h>
 
@@ -189,34 +189,60 @@ void expectTreeMatchesMujoco(const std::string& xml, unsigned seed) {
   }
 }
 
-// The hard-constraint acceleration at rest from MuJoCo's quantities: with a₀ its smooth qacc, M
-// its mass matrix and J its equality rows, q̈ = a₀ − M⁻¹Jᵀλ with (J M⁻¹ Jᵀ) λ = J a₀ (at v = 0,
-// J̇v = 0). A rank-deficient J (a planar loop's out-of-plane row) has many λ but one q̈: the
-// minimum-norm λ of a complete orthogonal decomposition is one of them.
-Eigen::VectorXd mujocoHardConstraintAcceleration(const Pair& pair) {
-  const mjModel* m = pair.mujoco->model();
-  mjData* d = pair.mujoco->data();
-  const int nv = m->nv;
+// MuJoCo's equality rows J (its dof order) at the state of its last mj_forward.
+Eigen::MatrixXd mujocoEqualityRows(const mjModel* m, const mjData* d) {
   std::vector<int> rows;
   for (int r = 0; r < d->nefc; ++r)
     if (d->efc_type[r] == mjCNSTR_EQUALITY) rows.push_back(r);
-  Eigen::MatrixXd j(static_cast<int>(rows.size()), nv);
+  Eigen::MatrixXd j(static_cast<int>(rows.size()), m->nv);
   for (std::size_t k = 0; k < rows.size(); ++k)
-    for (int c = 0; c < nv; ++c) j(static_cast<int>(k), c) = d->efc_J[rows[k] * nv + c];
+    for (int c = 0; c < m->nv; ++c) j(static_cast<int>(k), c) = d->efc_J[rows[k] * m->nv + c];
+  return j;
+}
+
+// J̇v at MuJoCo's state: d/dt (J(q(t)) v) along q(t) = q ⊕ t v (mj_integratePos, so quaternions
+// move as MuJoCo's qvel says), by central differences at steps h and h/2 combined by Richardson
+// extrapolation: error O(h⁴), about 1e-12 of the rows' scale at h = 1e-3, and rounding about
+// ε/h ≈ 1e-13. Leaves MuJoCo at the state it found.
+Eigen::VectorXd mujocoJdotV(const mjModel* m, mjData* d) {
+  const std::vector<mjtNum> qpos(d->qpos, d->qpos + m->nq);
+  const Eigen::Map<const Eigen::VectorXd> v(d->qvel, m->nv);
+  const auto jv = [&](double t) {
+    std::copy(qpos.begin(), qpos.end(), d->qpos);
+    mj_integratePos(m, d->qpos, d->qvel, t);
+    mj_forward(m, d);
+    return Eigen::VectorXd(mujocoEqualityRows(m, d) * v);
+  };
+  const auto central = [&](double h) { return Eigen::VectorXd((jv(h) - jv(-h)) / (2 * h)); };
+  const Eigen::VectorXd jdot_v = (4 * central(5e-4) - central(1e-3)) / 3;
+  std::copy(qpos.begin(), qpos.end(), d->qpos);
+  mj_forward(m, d);
+  return jdot_v;
+}
+
+// The hard-constraint acceleration from MuJoCo's quantities: with a₀ its smooth qacc, M its mass
+// matrix and J its equality rows, q̈ = a₀ − M⁻¹Jᵀλ with (J M⁻¹ Jᵀ) λ = J a₀ + J̇v. A
+// rank-deficient J (a planar loop's out-of-plane row) has many λ but one q̈: the minimum-norm λ
+// of a complete orthogonal decomposition is one of them.
+Eigen::VectorXd mujocoHardConstraintAcceleration(const Pair& pair) {
+  const mjModel* m = pair.mujoco->model();
+  mjData* d = pair.mujoco->data();
+  const Eigen::VectorXd jdot_v = mujocoJdotV(m, d);
+  const Eigen::MatrixXd j = mujocoEqualityRows(m, d);
   Eigen::MatrixXd minv_jt = j.transpose();  // column-major: the rows of J M⁻¹ one by one
-  for (int k = 0; k < minv_jt.cols(); ++k) mj_solveM(m, d, minv_jt.col(k).data(),
-                                                     minv_jt.col(k).data(), 1);
-  const Eigen::Map<const Eigen::VectorXd> a0(d->qacc_smooth, nv);
+  for (int k = 0; k < minv_jt.cols(); ++k)
+    mj_solveM(m, d, minv_jt.col(k).data(), minv_jt.col(k).data(), 1);
+  const Eigen::Map<const Eigen::VectorXd> a0(d->qacc_smooth, m->nv);
   const Eigen::VectorXd lambda =
-      (j * minv_jt).completeOrthogonalDecomposition().solve(j * a0);
+      (j * minv_jt).completeOrthogonalDecomposition().solve(j * a0 + jdot_v);
   const Eigen::VectorXd qacc = a0 - minv_jt * lambda;
   return pair.map.dofVector(qacc.data());
 }
 
-// A loop: at random assembled configurations at rest, q̈ of every formulation with the
-// constraint stage against the hard-constraint acceleration of MuJoCo's quantities; and MuJoCo's
-// own equality residual (efc_pos) at hilsim's assembled configuration is zero, so the two read
-// the loop's frames alike.
+// A loop: at random configurations hilsim assembled, at rest and moving (random velocities
+// projected onto the loop's J v = 0), q̈ of every formulation with the constraint stage against
+// the hard-constraint acceleration of MuJoCo's quantities; and MuJoCo's own equality residual
+// (efc_pos) at hilsim's assembled configuration is zero, so the two read the loop's frames alike.
 void expectLoopMatchesMujoco(const std::string& xml, unsigned seed) {
   Pair pair(xml);
   pair.mujoco->model()->opt.jacobian = mjJAC_DENSE;
@@ -228,26 +254,36 @@ void expectLoopMatchesMujoco(const std::string& xml, unsigned seed) {
   std::mt19937 rng(seed);
   const std::vector<Formulation> runnable = test::formulationsFor(pair.model);
   ASSERT_FALSE(runnable.empty());
-  for (int trial = 0; trial < 6; ++trial) {
+  const int nv = pair.model.nv;
+  for (int trial = 0; trial < 8; ++trial) {
     // a random start near the model's pose, assembled by hilsim
     Simulator simulator(shared, Formulation::kAba, Integrator::kRk4, 1e-3);
     Eigen::VectorXd q0 = pair.model.initialConfiguration();
-    Eigen::VectorXd dq = test::randomVector(pair.model.nv, rng, 0.2);
+    Eigen::VectorXd dq = test::randomVector(nv, rng, 0.2);
     Eigen::VectorXd q(pair.model.nq);
     for (int i = 1; i < pair.model.nbodies; ++i)
       jointIntegrate(pair.model.joints[i], q0.data() + pair.model.idx_q[i],
                      dq.data() + pair.model.idx_v[i], 1.0, q.data() + pair.model.idx_q[i]);
-    const Eigen::VectorXd v = Eigen::VectorXd::Zero(pair.model.nv);
-    simulator.setState(q, v);
+    simulator.setState(q, Eigen::VectorXd::Zero(nv));
     ASSERT_LT(simulator.assemblyError(), 1e-12);
     q = simulator.q();
-    const Eigen::VectorXd tau = test::randomVector(pair.model.nv, rng, 3.0);
-    pair.setMujocoState(q, v, tau);
+    const Eigen::VectorXd tau = test::randomVector(nv, rng, 3.0);
+    pair.setMujocoState(q, Eigen::VectorXd::Zero(nv), tau);
     expectSameFrames(pair, q);
     const mjData* d = pair.mujoco->data();
     for (int r = 0; r < d->nefc; ++r) {
       if (d->efc_type[r] != mjCNSTR_EQUALITY) continue;
       EXPECT_LT(std::abs(d->efc_pos[r]), 1e-10) << "row " << r;
+    }
+    // the first trials at rest, the others moving along the loop
+    Eigen::VectorXd v = Eigen::VectorXd::Zero(nv);
+    if (trial >= 2) {
+      const Eigen::MatrixXd j_mujoco = mujocoEqualityRows(pair.mujoco->model(), d);
+      Eigen::MatrixXd j(j_mujoco.rows(), nv);
+      for (int k = 0; k < nv; ++k) j.col(k) = j_mujoco.col(pair.map.v[k]);
+      v = test::randomVector(nv, rng, 2.0);
+      v -= j.completeOrthogonalDecomposition().solve(Eigen::VectorXd(j * v));
+      pair.setMujocoState(q, v, tau);
     }
     const Eigen::VectorXd expected = mujocoHardConstraintAcceleration(pair);
     for (Formulation f : runnable) {
@@ -378,6 +414,9 @@ TEST(MjcfLoader, LoadModelReadsXmlFiles) {
   EXPECT_EQ(model.name, "main");
   EXPECT_EQ(model.nv, 1);
   EXPECT_GE(model.bodyIndex("inc"), 1);
+  UrdfOptions floating;
+  floating.floating_base = true;
+  EXPECT_THROW(loadModel((dir / "main.xml").string(), floating), ModelError);
   // ... a text may not
   const std::string text = "<mujoco><include file='" + (dir / "part.xml").string() + "'/></mujoco>";
   EXPECT_THROW(loadMjcfString(text), ModelError);
@@ -436,6 +475,9 @@ TEST(MjcfLoader, ErrorsNameTheFileAndTheElement) {
   expectError("<mujoco><asset><texture name='t' type='2d' builtin='checker' width='100000'"
               " height='100000'/></asset></mujoco>",
               "<texture>: width '100000' is larger than 4096");
+  expectError("<mujoco><asset><texture name='t' type='cube' builtin='flat' width='4096'"
+              " height='4096'/></asset></mujoco>",
+              "<texture>: width × height is 16777216, more than 4194304");
   ModelLimits small;
   small.max_dofs = 2;
   expectError(kDoublePendulum + "", "3 joints, more than the limit of 2", small);
