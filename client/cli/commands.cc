@@ -77,7 +77,14 @@ std::string jsonDofArray(const Model& model, const Eigen::VectorXd& values, int 
 }
 
 std::string jsonVector3(const Vector3& v) {
-  return "[" + jsonNumber(v.x()) + ", " + jsonNumber(v.y()) + ", " + jsonNumber(v.z()) + "]";
+  // appended in place: GCC 12 warns (-Wrestrict, a false positive) on "[" + a temporary
+  std::string out = "[";
+  out += jsonNumber(v.x());
+  out += ", ";
+  out += jsonNumber(v.y());
+  out += ", ";
+  out += jsonNumber(v.z());
+  return out + "]";
 }
 
 std::string range(int start, int count) {

@@ -165,13 +165,15 @@ Formulation formulationOrThrow(const Model& model, const std::string& name) {
   return *formulation;
 }
 
-UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia) {
+// The options in their text forms, those of the CLI and the YAML wrapper (model_loader.h).
+UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia,
+                               const std::string& massless) {
   UrdfOptions options;
   options.floating_base = floating_base;
-  if (inertia == "as_given") options.inertia = InertiaPolicy::kAsGiven;
-  else if (inertia == "balance") options.inertia = InertiaPolicy::kBalance;
-  else if (inertia == "strict") options.inertia = InertiaPolicy::kStrict;
-  else throw py::value_error("unknown inertia policy '" + inertia + "' (as_given, balance, strict)");
+  if (const std::string why = parseInertiaPolicy(inertia, options); !why.empty())
+    throw py::value_error("inertia: " + why);
+  if (const std::string why = parseMasslessPolicy(massless, options); !why.empty())
+    throw py::value_error("massless: " + why);
   return options;
 }
 
@@ -188,22 +190,28 @@ Transform framePose(const Model& model, const Data& data, int frame) {
 }
 
 std::shared_ptr<EngineModel> loadModelFrom(const std::string& path_or_name, bool floating_base,
-                                           const std::string& inertia) {
+                                           const std::string& inertia,
+                                           const std::string& massless) {
   return std::make_shared<EngineModel>(
-      loadModel(path_or_name, urdfOptionsOrThrow(floating_base, inertia)));
+      loadModel(path_or_name, urdfOptionsOrThrow(floating_base, inertia, massless)));
 }
 
 std::shared_ptr<EngineModel> loadModelString(const std::string& text, const std::string& format,
                                              bool floating_base, const std::string& inertia,
+                                             const std::string& massless,
                                              const std::string& base_directory) {
-  const UrdfOptions options = urdfOptionsOrThrow(floating_base, inertia);
+  const UrdfOptions options = urdfOptionsOrThrow(floating_base, inertia, massless);
   if (format == "urdf")
     return std::make_shared<EngineModel>(loadUrdfString(text, options, "<string>"));
-  if (format != "yaml") throw py::value_error("unknown format '" + format + "' (urdf or yaml)");
-  if (floating_base || options.inertia != InertiaPolicy::kAsGiven) {
-    throw py::value_error(
-        "floating_base and inertia apply to URDF; a YAML model sets them in its urdf wrapper");
+  if (format == "sdf")
+    return std::make_shared<EngineModel>(loadSdfString(text, options, "<string>"));
+  if (format != "yaml" && format != "mjcf")
+    throw py::value_error("unknown format '" + format + "' (urdf, sdf, mjcf or yaml)");
+  if (options.any()) {
+    throw py::value_error("floating_base, inertia and massless apply to URDF and SDFormat; a YAML "
+                          "model sets them in its urdf wrapper, an MJCF model in its joints");
   }
+  if (format == "mjcf") return std::make_shared<EngineModel>(loadMjcfString(text, "<string>"));
   return std::make_shared<EngineModel>(loadYamlString(text, base_directory, "<string>"));
 }
 
@@ -444,14 +452,18 @@ PYBIND11_MODULE(_engine, module) {
 
   module.def("load_model", &loadModelFrom, py::arg("path_or_name"), py::kw_only(),
              py::arg("floating_base") = false, py::arg("inertia") = "as_given",
-             "A .urdf or .yaml/.yml file, or a bundled model's name ('iiwa14'). URDF only: "
-             "floating_base puts a free joint at the root; inertia is as_given, balance or "
-             "strict. Raises ModelError with the loader's message.");
+             py::arg("massless") = "refuse",
+             "A .urdf, .sdf, .xml/.mjcf (MJCF) or .yaml/.yml file, or a bundled model's name "
+             "('iiwa14'). URDF and SDFormat: floating_base puts a free joint at the root; "
+             "inertia is as_given, balance or strict; massless is refuse, weld or "
+             "armature=<kg·m²>. Raises ModelError with the loader's message.");
   module.def("load_model_string", &loadModelString, py::arg("text"), py::kw_only(),
              py::arg("format") = "urdf", py::arg("floating_base") = false,
-             py::arg("inertia") = "as_given", py::arg("base_directory") = ".",
-             "A model from its text: format 'urdf' or 'yaml' (relative paths inside a YAML "
-             "text resolve against base_directory).");
+             py::arg("inertia") = "as_given", py::arg("massless") = "refuse",
+             py::arg("base_directory") = ".",
+             "A model from its text: format 'urdf', 'sdf', 'mjcf' or 'yaml' (relative paths "
+             "inside a YAML text resolve against base_directory; SDFormat and MJCF texts read "
+             "no file).");
   module.def("formulations", &formulationList,
              "The forward-dynamics formulations' names, the default (aba) first.");
   module.def("forward_kinematics", &forwardKinematicsOf, py::arg("model"), py::arg("q"),

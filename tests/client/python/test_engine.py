@@ -414,9 +414,43 @@ def test_model_errors_carry_the_loaders_message():
         engine.load_model_string("<robot name='r'><link name='a'/><joint name='j' "
                                  "type='revolute'><parent link='a'/><child link='b'/></joint>"
                                  "</robot>")
-    with pytest.raises(ValueError, match="unknown inertia policy 'exact'"):
+    with pytest.raises(ValueError, match="inertia: 'exact': as_given, balance or strict"):
         engine.load_model("iiwa14", inertia="exact")
-    with pytest.raises(ValueError, match="unknown format 'sdf'"):
+    with pytest.raises(ValueError, match="massless: 'glue': refuse, weld, or armature="):
+        engine.load_model("iiwa14", massless="glue")
+    with pytest.raises(ValueError, match="unknown format 'json'"):
+        engine.load_model_string("{}", format="json")
+    with pytest.raises(engine.ModelError):
         engine.load_model_string("<sdf/>", format="sdf")
-    with pytest.raises(ValueError, match="floating_base and inertia apply to URDF"):
+    with pytest.raises(ValueError, match="floating_base, inertia and massless apply to URDF"):
         engine.load_model_string("version: 1", format="yaml", floating_base=True)
+
+
+PENDULUM_SDF = (
+    "<sdf version='1.9'><model name='pendulum'><link name='rod'><inertial><pose>0 0 -0.5 0 0 0"
+    "</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy>"
+    "<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link><joint name='hinge' type='revolute'>"
+    "<parent>world</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint></model></sdf>")
+PENDULUM_MJCF = (
+    "<mujoco model='pendulum'><worldbody><body name='rod'><joint name='hinge' type='hinge' "
+    "axis='0 1 0'/><inertial pos='0 0 -0.5' mass='1' diaginertia='0.01 0.01 0.01'/></body>"
+    "</worldbody></mujoco>")
+
+
+def test_sdformat_and_mjcf_texts_give_the_same_pendulum():
+    sdf = engine.load_model_string(PENDULUM_SDF, format="sdf")
+    mjcf = engine.load_model_string(PENDULUM_MJCF, format="mjcf")
+    q = np.array([0.5])
+    # I about the pivot = 0.01 + 1 · 0.5² kg·m²; gravity's torque −m g l sin q
+    for model in (sdf, mjcf):
+        assert engine.crba(model, q)[0, 0] == pytest.approx(0.26, rel=1e-14)
+        assert engine.gravity(model, q)[0] == pytest.approx(9.81 * 0.5 * np.sin(0.5), rel=1e-14)
+    finger = ("<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent "
+              "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial>"
+              "<mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/>"
+              "</inertial></link><joint name='f' type='continuous'><parent link='b'/><child "
+              "link='c'/></joint><link name='c'/></robot>")
+    with pytest.raises(engine.ModelError, match="massless: weld"):
+        engine.load_model_string(finger)
+    assert engine.load_model_string(finger, massless="weld").nv == 1
+    assert engine.load_model_string(finger, massless="armature=0.5").nv == 2
