@@ -192,6 +192,7 @@ v1::ModelInfo describeModel(const Model& model, const std::string& name) {
   info.set_nalgebraic(static_cast<std::uint32_t>(model.nalgebraic));
   const StateExtras extras = stateExtras(model);
   info.set_floating_base(hasFloatingBase(model));
+  for (const std::string& warning : model.load_warnings) info.add_warnings(warning);
   info.set_position_limits(extras.limit_force);
   info.set_actuator_limits(extras.tau_commanded);
   // +inf (unknown) and 0 (a URDF's "not given") both mean no limit: sent as 0

@@ -71,24 +71,23 @@ std::string clipped(std::string message) {
 }
 
 
-// The model files of models.directory, by name (the file's stem): <name>.yaml, .yml or .urdf,
-// the first of those extensions where one name has several (model_loader.h's order).
+// The model files of models.directory, by name (the file's stem), with the first extension of
+// modelFileExtensions() where one name has several.
 std::map<std::string, std::string> directoryModels(const std::string& directory) {
+  const auto rankOf = [](const fs::path& path) {
+    const auto extensions = modelFileExtensions();
+    return std::find(extensions.begin(), extensions.end(), path.extension().string()) -
+           extensions.begin();
+  };
+  const auto not_a_model = static_cast<std::ptrdiff_t>(modelFileExtensions().size());
   std::map<std::string, std::string> files;
   if (directory.empty()) return files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const fs::path& path = entry.path();
-    if (!entry.is_regular_file(ec)) continue;
-    const std::string extension = path.extension().string();
-    const int rank = extension == ".yaml" ? 0 : extension == ".yml" ? 1 : extension == ".urdf" ? 2 : -1;
-    if (rank < 0) continue;
+    if (!entry.is_regular_file(ec) || rankOf(path) == not_a_model) continue;
     auto [it, inserted] = files.emplace(path.stem().string(), path.string());
-    if (!inserted) {
-      const std::string held = fs::path(it->second).extension().string();
-      const int held_rank = held == ".yaml" ? 0 : held == ".yml" ? 1 : 2;
-      if (rank < held_rank) it->second = path.string();
-    }
+    if (!inserted && rankOf(path) < rankOf(it->second)) it->second = path.string();
   }
   return files;
 }
@@ -121,6 +120,9 @@ SessionRegistry::SessionRegistry(const ServerConfig& config, rt::EventLogger* ev
     try {
       // the limits of a request: a model listed is a model CreateSession accepts
       auto model = std::make_shared<const Model>(hilsim::loadModel(source, modelLimits(config)));
+      for (const std::string& warning : model->load_warnings) {
+        spdlog::warn("model '{}': {}", name, warning);
+      }
       v1::BundledModel* entry = bundled_.add_models();
       entry->set_name(name);
       entry->set_is_default(name == preferred);
@@ -178,6 +180,43 @@ int SessionRegistry::closeIdleSessions() {
   return closed;
 }
 
+namespace {
+
+// ModelSource's URDF options, checked: an unknown enum value, or an armature out of range or
+// without its policy, is INVALID_ARGUMENT naming the field.
+grpc::Status urdfOptionsFrom(const v1::ModelSource& source, UrdfOptions* options) {
+  options->floating_base = source.floating_base();
+  switch (source.inertia()) {
+    case v1::INERTIA_POLICY_UNSPECIFIED:
+    case v1::INERTIA_POLICY_AS_GIVEN: options->inertia = InertiaPolicy::kAsGiven; break;
+    case v1::INERTIA_POLICY_BALANCE: options->inertia = InertiaPolicy::kBalance; break;
+    case v1::INERTIA_POLICY_STRICT: options->inertia = InertiaPolicy::kStrict; break;
+    default: return invalid("model.inertia: unknown value");
+  }
+  const double armature = source.massless_armature();
+  switch (source.massless()) {
+    case v1::MASSLESS_POLICY_UNSPECIFIED:
+    case v1::MASSLESS_POLICY_REFUSE: options->massless = MasslessPolicy::kRefuse; break;
+    case v1::MASSLESS_POLICY_WELD: options->massless = MasslessPolicy::kWeld; break;
+    case v1::MASSLESS_POLICY_ARMATURE:
+      // the range parseMasslessPolicy accepts: a rotor heavier than 1e6 kg·m² is a typo
+      if (!(armature > 0.0 && armature <= 1e6)) {
+        return invalid("model.massless_armature: " + std::to_string(armature) +
+                       " with MASSLESS_POLICY_ARMATURE must be > 0 and <= 1e6 [kg·m² or kg]");
+      }
+      options->massless = MasslessPolicy::kArmature;
+      options->massless_armature = armature;
+      return grpc::Status::OK;
+    default: return invalid("model.massless: unknown value");
+  }
+  if (armature != 0.0) {
+    return invalid("model.massless_armature is set without massless = MASSLESS_POLICY_ARMATURE");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
 grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                                         std::shared_ptr<const Model>* model,
                                         std::string* name) const {
@@ -186,13 +225,46 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                    " bytes, allowed at most " + std::to_string(kMaxNameBytes));
   }
   const std::string source_name = source.source_name().empty() ? "<request>" : source.source_name();
-  if (source.floating_base() && source.source_case() != v1::ModelSource::kUrdf) {
-    return invalid("model.floating_base applies only to a URDF source");
+  UrdfOptions options;
+  if (grpc::Status status = urdfOptionsFrom(source, &options); !status.ok()) return status;
+  // what only a URDF reads: a YAML model says it in its wrapper
+  const bool urdf_options = options.any() || source.inertia() != v1::INERTIA_POLICY_UNSPECIFIED ||
+                            source.massless() != v1::MASSLESS_POLICY_UNSPECIFIED;
+  if (urdf_options && source.source_case() == v1::ModelSource::kYaml) {
+    return invalid("model.floating_base, inertia and massless apply to a URDF; a YAML model says "
+                   "them in its wrapper (floating_base:, inertia:, massless:)");
+  }
+  if (urdf_options && source.source_case() == v1::ModelSource::kMjcf) {
+    return invalid("model.floating_base, inertia and massless apply to URDF and SDFormat; an MJCF "
+                   "model names its free joints and inertias itself");
   }
   try {
     switch (source.source_case()) {
       case v1::ModelSource::kBundledName: {
         const std::string& requested = source.bundled_name();
+        if (urdf_options) {
+          // the listed model was read with the defaults: read its file again with these options
+          std::string path = directoryModelPath(requested);
+          if (path.empty() && (bundled_models_.count(requested) > 0 ||
+                                unloadable_models_.count(requested) > 0))
+            path = bundledModelPath(requested);
+          if (!path.empty() && !path.ends_with(".urdf") && !path.ends_with(".sdf")) {
+            return invalid("model.floating_base, inertia and massless apply to URDF and "
+                           "SDFormat; model '" + requested + "' is " +
+                           (path.ends_with(".xml") ? "an MJCF model, which says them itself"
+                                                   : "a YAML model, whose wrapper says them"));
+          }
+          if (!path.empty()) {
+            *model = std::make_shared<const Model>(
+                hilsim::loadModel(path, options, modelLimits(config_)));
+            for (const std::string& warning : (*model)->load_warnings) {
+              spdlog::warn("model '{}': {}", requested, warning);
+            }
+            *name = requested;
+            return grpc::Status::OK;
+          }
+        }
+        // (a file that does not load with the defaults may with the options above)
         if (const auto broken = unloadable_models_.find(requested);
             broken != unloadable_models_.end()) {
           return invalid(clipped("model '" + requested + "' does not load: " + broken->second));
@@ -206,6 +278,9 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
         // (create() holds the load lock for it, as for a model text)
         if (const std::string path = directoryModelPath(requested); !path.empty()) {
           *model = std::make_shared<const Model>(hilsim::loadModel(path, modelLimits(config_)));
+          for (const std::string& warning : (*model)->load_warnings) {
+            spdlog::warn("model '{}': {}", requested, warning);
+          }
           *name = requested;
           return grpc::Status::OK;
         }
@@ -223,8 +298,11 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
                          " bytes, this server accepts at most " +
                          std::to_string(config_.max_model_text_bytes));
         }
-        *model = std::make_shared<const Model>(loadUrdfString(
-            source.urdf(), source.floating_base(), source_name, modelLimits(config_)));
+        *model = std::make_shared<const Model>(
+            loadUrdfString(source.urdf(), options, source_name, modelLimits(config_)));
+        for (const std::string& warning : (*model)->load_warnings) {
+          spdlog::warn("model '{}': {}", (*model)->name, warning);
+        }
         *name = (*model)->name;
         return grpc::Status::OK;
       }
@@ -240,8 +318,26 @@ grpc::Status SessionRegistry::loadModel(const v1::ModelSource& source,
         *name = (*model)->name;
         return grpc::Status::OK;
       }
+      case v1::ModelSource::kSdf:
+      case v1::ModelSource::kMjcf: {
+        const bool sdf = source.source_case() == v1::ModelSource::kSdf;
+        const std::string& text = sdf ? source.sdf() : source.mjcf();
+        if (text.size() > config_.max_model_text_bytes) {
+          return invalid(std::string(sdf ? "model.sdf: " : "model.mjcf: ") +
+                         std::to_string(text.size()) + " bytes, this server accepts at most " +
+                         std::to_string(config_.max_model_text_bytes));
+        }
+        *model = std::make_shared<const Model>(
+            sdf ? loadSdfString(text, options, source_name, modelLimits(config_))
+                : loadMjcfString(text, source_name, modelLimits(config_)));
+        for (const std::string& warning : (*model)->load_warnings) {
+          spdlog::warn("model '{}': {}", (*model)->name, warning);
+        }
+        *name = (*model)->name;
+        return grpc::Status::OK;
+      }
       case v1::ModelSource::SOURCE_NOT_SET:
-        return invalid("model: no source (set bundled_name, urdf or yaml)");
+        return invalid("model: no source (set bundled_name, urdf, yaml, sdf or mjcf)");
     }
   } catch (const std::exception& e) {
     return invalid(clipped(e.what()));

@@ -98,19 +98,49 @@ void runSelected(const std::vector<Command>& commands, std::ostream& out) {
   }
 }
 
+/// --floating-base, --inertia and --massless: how a URDF model is read (docs/MODEL_FORMAT.md).
+struct UrdfArgs {
+  bool floating_base = false;
+  std::string inertia;
+  std::string massless;
+
+  UrdfOptions options() const { return urdfOptionsOrThrow(floating_base, inertia, massless); }
+};
+
+void addUrdfOptions(CLI::App* command, bool& floating_base, std::string& inertia,
+                    std::string& massless) {
+  command->add_flag("--floating-base", floating_base,
+                    "A URDF's root link on a free joint (a YAML model says so itself)");
+  command->add_option("--inertia", inertia,
+                      "A URDF link whose principal moments break the triangle inequality: "
+                      "as_given (default, with a warning), balance or strict")
+      ->type_name("POLICY");
+  command->add_option("--massless", massless,
+                      "A URDF joint whose links have no mass: refuse (default), weld, or "
+                      "armature=<kg·m²> added to it")
+      ->type_name("POLICY");
+}
+
+void addUrdfOptions(CLI::App* command, UrdfArgs& args) {
+  addUrdfOptions(command, args.floating_base, args.inertia, args.massless);
+}
+
 // hilsim info
 Command addInfoCommand(CLI::App& app) {
   struct Args {
     std::string model;
     bool json = false;
+    UrdfArgs urdf;
   };
   auto args = std::make_shared<Args>();
   CLI::App* info = app.add_subcommand("info", "Describe a model: sizes, mass, gravity, joints");
   info->add_option("-m,--model", args->model, "Model file (.urdf, .yaml) or bundled model name")
       ->required();
   info->add_flag("--json", args->json, "Print one JSON document instead of text");
+  addUrdfOptions(info, args->urdf);
   return {info, [args](std::ostream& out) {
-            const auto model = loadModelOrThrow(args->model);
+            const auto model = loadModelOrThrow(
+                args->model, args->urdf.options());
             writeModelInfo(*model, args->json, out, modelSource(args->model));
           }};
 }
@@ -126,6 +156,7 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
   struct Args {
     std::string model, solver = "aba", input, output;
     bool inverse = false;
+    UrdfArgs urdf;
   };
   auto args = std::make_shared<Args>();
   CLI::App* eval = app.add_subcommand(
@@ -139,9 +170,11 @@ Command addEvalCommand(CLI::App& app, const std::string& solver_help) {
       ->required();
   eval->add_flag("--inverse", args->inverse,
                  "Inverse dynamics (RNEA): rows q, v, qdd -> tau; --solver is ignored");
+  addUrdfOptions(eval, args->urdf);
   return {eval, [args](std::ostream& out) {
             const Formulation formulation = parseSolverOrThrow(args->solver);
-            const auto model = loadModelOrThrow(args->model);
+            const auto model = loadModelOrThrow(
+                args->model, args->urdf.options());
             const int rows =
                 evalCsv(*model, formulation, args->inverse, args->input, args->output);
             // what was written where: the output file holds only the numbers
@@ -156,6 +189,7 @@ struct SimulateArgs {
   std::string model = defaultModelOrEmpty(), solver = "aba", integrator = "rk4";
   std::string dt = "0.001", duration = "1.0", output, q0, v0, tau;
   int threads = 1;
+  UrdfArgs urdf;
 };
 
 void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
@@ -175,7 +209,8 @@ void runSimulateCommand(const SimulateArgs& args, std::ostream& out) {
   if (options.duration < 0.0) {
     throw CliError("--duration must be >= 0, got " + args.duration, kExitUsage);
   }
-  const auto model = loadModelOrThrow(args.model);
+  const auto model =
+      loadModelOrThrow(args.model, args.urdf.options());
   const SimulateSummary summary = simulate(model, options);
   writeSimulateSummary(*model, options, summary, out);
 }
@@ -189,6 +224,7 @@ Command addSimulateCommand(CLI::App& app, const std::string& solver_help) {
       "summary");
   sim->add_option("-m,--model", args->model, "Model file or bundled model name")
       ->capture_default_str();
+  addUrdfOptions(sim, args->urdf);
   sim->add_option("-s,--solver", args->solver, solver_help)
       ->capture_default_str();
   sim->add_option("-I,--integrator", args->integrator,
@@ -318,8 +354,7 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
       ->required();
   command->add_option("-n,--name", create.name,
                       "Session name, for the other session commands (default: session-<id>)");
-  command->add_flag("--floating-base", create.floating_base,
-                    "A URDF file's root link on a free joint");
+  addUrdfOptions(command, create.floating_base, create.inertia, create.massless);
   command->add_option("--idle-timeout", args->create_idle_timeout,
                       "Lease: the server closes the session after this long unused [s]; 0: "
                       "never (default: the server's session_defaults)")

@@ -77,7 +77,14 @@ std::string jsonDofArray(const Model& model, const Eigen::VectorXd& values, int 
 }
 
 std::string jsonVector3(const Vector3& v) {
-  return "[" + jsonNumber(v.x()) + ", " + jsonNumber(v.y()) + ", " + jsonNumber(v.z()) + "]";
+  // appended in place: GCC 12 warns (-Wrestrict, a false positive) on "[" + a temporary
+  std::string out = "[";
+  out += jsonNumber(v.x());
+  out += ", ";
+  out += jsonNumber(v.y());
+  out += ", ";
+  out += jsonNumber(v.z());
+  return out + "]";
 }
 
 std::string range(int start, int count) {
@@ -136,6 +143,11 @@ void writeJsonInfo(const Model& model, const std::string& source, std::ostream& 
   s += "  \"rk4_max_dt\": " +
        (std::isfinite(limit.max_dt) ? jsonNumber(limit.max_dt) : std::string("null")) + ",\n";
   s += "  \"gravity\": " + jsonVector3(model.gravity) + ",\n";
+  s += "  \"warnings\": [";
+  for (std::size_t k = 0; k < model.load_warnings.size(); ++k) {
+    s += (k == 0 ? "" : ", ") + jsonString(model.load_warnings[k]);
+  }
+  s += "],\n";
   s += "  \"joints\": [";
   for (int i = 1; i < model.nbodies; ++i) {
     s += i > 1 ? ",\n" : "\n";
@@ -276,6 +288,7 @@ void writeTextInfo(const Model& model, const std::string& source, std::ostream& 
   out << "gravity   " << readableNumber(model.gravity.x()) << " " << readableNumber(model.gravity.y())
       << " " << readableNumber(model.gravity.z()) << " m/s^2\n";
   out << "frames    " << model.frames.size() << "\n";
+  for (const std::string& warning : model.load_warnings) out << "warning   " << warning << "\n";
   const StepLimit limit = rk4StepLimit(model, model.initialConfiguration());
   if (std::isfinite(limit.max_dt)) {
     out << "max step  " << readableNumber(limit.max_dt, 3) << " s with rk4 (joint "
@@ -351,10 +364,24 @@ std::string workspaceTooLarge(const Model& model, Formulation formulation) {
 
 }  // namespace
 
-std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name) {
+UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia,
+                               const std::string& massless) {
+  UrdfOptions options;
+  options.floating_base = floating_base;
+  if (!inertia.empty())
+    if (const std::string why = parseInertiaPolicy(inertia, options); !why.empty())
+      throw CliError("--inertia: " + why, 2);
+  if (!massless.empty())
+    if (const std::string why = parseMasslessPolicy(massless, options); !why.empty())
+      throw CliError("--massless: " + why, 2);
+  return options;
+}
+
+std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name,
+                                              const UrdfOptions& options) {
   if (trim(path_or_name).empty()) throw CliError("--model is empty", 2);
   try {
-    return std::make_shared<const Model>(loadModel(path_or_name));
+    return std::make_shared<const Model>(loadModel(path_or_name, options));
   } catch (const ModelError& e) {
     throw CliError(oneLine(e.what()));
   } catch (const std::exception& e) {

@@ -11,12 +11,20 @@
 #include <Eigen/Core>
 
 #include "engine/integrators/simulator.h"
+#include "engine/io/model_loader.h"
 #include "engine/model/model.h"
 
 namespace hilsim::cli {
 
 /// Loads a model by path or bundled name (hilsim::loadModel); a CliError on failure.
-std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name);
+/// The model a --model names, with the URDF options of --floating-base and --inertia (a URDF file
+/// or a bundled URDF; a YAML model sets them itself). CliError on any problem.
+std::shared_ptr<const Model> loadModelOrThrow(const std::string& path_or_name,
+                                              const UrdfOptions& options = {});
+/// --floating-base, --inertia (as_given, balance, strict; empty: as_given) and --massless (refuse,
+/// weld, armature=<kg·m²>; empty: refuse); CliError (usage) on an unknown policy.
+UrdfOptions urdfOptionsOrThrow(bool floating_base, const std::string& inertia,
+                               const std::string& massless = "");
 
 /// Parses a solver name ("aba", "crba"); CliError (exit code 2) for any other.
 Formulation parseSolverOrThrow(const std::string& name);

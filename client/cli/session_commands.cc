@@ -127,27 +127,50 @@ std::uint64_t resolveSession(const ServerOptions& server, const std::string& tex
                  ids + "): give the id");
 }
 
-v1::ModelSource modelSourceFor(const std::string& model, bool floating_base) {
+namespace {
+
+void setUrdfOptions(const UrdfOptions& options, v1::ModelSource& source) {
+  source.set_floating_base(options.floating_base);
+  if (options.inertia != InertiaPolicy::kAsGiven) {
+    source.set_inertia(options.inertia == InertiaPolicy::kBalance ? v1::INERTIA_POLICY_BALANCE
+                                                                  : v1::INERTIA_POLICY_STRICT);
+  }
+  switch (options.massless) {
+    case MasslessPolicy::kRefuse: break;
+    case MasslessPolicy::kWeld: source.set_massless(v1::MASSLESS_POLICY_WELD); break;
+    case MasslessPolicy::kArmature:
+      source.set_massless(v1::MASSLESS_POLICY_ARMATURE);
+      source.set_massless_armature(options.massless_armature);
+      break;
+  }
+}
+
+}  // namespace
+
+v1::ModelSource modelSourceFor(const std::string& model, const UrdfOptions& options) {
   v1::ModelSource source;
   const auto ends_with = [&](std::string_view suffix) {
     return model.size() >= suffix.size() &&
            model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   const bool urdf = ends_with(".urdf");
+  const bool sdf = ends_with(".sdf");
+  const bool mjcf = ends_with(".xml") || ends_with(".mjcf");
   const bool yaml = ends_with(".yaml") || ends_with(".yml");
-  if (!urdf && !yaml && model.find('/') == std::string::npos) {
-    if (floating_base) {
-      throw CliError("--floating-base applies to a URDF file (a bundled model has its own base)",
-                     kExitUsage);
-    }
+  const bool file_name = urdf || sdf || mjcf || yaml;
+  if (!file_name && model.find('/') == std::string::npos) {
     source.set_bundled_name(model);
+    setUrdfOptions(options, source);  // the server refuses them for a YAML or MJCF model of its own
     return source;
   }
-  if (!urdf && !yaml) {
-    throw CliError("--model " + model + ": a model file ends in .urdf, .yaml or .yml", kExitUsage);
+  if (!file_name) {
+    throw CliError("--model " + model + ": a model file ends in .urdf, .sdf, .xml, .mjcf, .yaml or "
+                   ".yml",
+                   kExitUsage);
   }
-  if (floating_base && !urdf) {
-    throw CliError("--floating-base applies to a URDF file (a YAML model states its joints)",
+  if (options.any() && !urdf && !sdf) {
+    throw CliError("--floating-base, --inertia and --massless apply to URDF and SDFormat (a YAML "
+                   "model says them in its wrapper, an MJCF model in its own joints)",
                    kExitUsage);
   }
   std::ifstream file(model, std::ios::binary);
@@ -157,10 +180,14 @@ v1::ModelSource modelSourceFor(const std::string& model, bool floating_base) {
   if (!file.good() && !file.eof()) throw CliError("cannot read " + model);
   if (urdf) {
     source.set_urdf(text.str());
-    source.set_floating_base(floating_base);
+  } else if (sdf) {
+    source.set_sdf(text.str());
+  } else if (mjcf) {
+    source.set_mjcf(text.str());
   } else {
     source.set_yaml(text.str());
   }
+  if (urdf || sdf) setUrdfOptions(options, source);
   source.set_source_name(model);
   return source;
 }
@@ -488,7 +515,8 @@ void sessionClearFaults(const ServerOptions& server, std::uint64_t id, std::uint
 void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ostream& out) {
   if (o.model.empty()) throw CliError("--model is required", kExitUsage);
   v1::CreateSessionRequest request;
-  *request.mutable_model() = modelSourceFor(o.model, o.floating_base);
+  *request.mutable_model() =
+      modelSourceFor(o.model, urdfOptionsOrThrow(o.floating_base, o.inertia, o.massless));
   v1::SessionConfig& c = *request.mutable_config();
   if (o.idle_timeout) {
     if (!(*o.idle_timeout >= 0.0 && *o.idle_timeout <= 1e6)) {

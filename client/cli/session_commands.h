@@ -8,6 +8,8 @@
 #include <ostream>
 #include <optional>
 #include <string>
+
+#include "engine/io/model_loader.h"
 #include <vector>
 
 #include <google/protobuf/message.h>
@@ -29,7 +31,9 @@ struct CreateOptions {
   /// A model the server offers (bundled, or a file of its models.directory) by name, or a path to
   /// a .urdf, .yaml or .yml file here, whose text is sent (required)
   std::string model;
-  bool floating_base = false;       ///< a URDF file's root on a free joint
+  bool floating_base = false;       ///< a URDF's root on a free joint
+  std::string inertia;              ///< a URDF's inertia policy (--inertia); empty: the server's
+  std::string massless;             ///< a URDF's massless policy (--massless); empty: refuse
   std::string name;                 ///< the session's name; empty: the server's ("session-<id>")
   /// lease [s]: closed after this long unused; 0: never; absent: the server's default
   std::optional<double> idle_timeout;
@@ -78,8 +82,10 @@ std::uint64_t resolveSession(const ServerOptions& server, const std::string& tex
 
 /// The ModelSource for --model: a path (it contains '/' or ends in .urdf, .yaml or .yml) is read
 /// here and sent as text, named by the path in the server's errors; anything else is a name the
-/// server looks up. CliError when the file cannot be read.
-v1::ModelSource modelSourceFor(const std::string& model, bool floating_base);
+/// server looks up. The URDF options go with a URDF file or a name (the server refuses them for a
+/// YAML model it has); a YAML file here with options other than the defaults is a CliError, as is
+/// a file that cannot be read.
+v1::ModelSource modelSourceFor(const std::string& model, const UrdfOptions& options = {});
 
 /// "realtime", "lockstep", "free" ↔ SessionMode; CliError (exit code 2) for another name.
 v1::SessionMode parseSessionModeOrThrow(const std::string& name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include <Eigen/Eigenvalues>
@@ -86,7 +87,7 @@ void jointRanksAt(const Model& model, Data& data, const Eigen::VectorXd& q,
 
 }  // namespace
 
-void analyzeJointRanks(Model& m) {
+void analyzeJointRanks(Model& m, double massless_armature) {
   m.singular_inertia.assign(m.nbodies, 0);
   m.joint_rank.assign(m.nv_joint.begin(), m.nv_joint.end());
   m.idx_algebraic.assign(m.nbodies, -1);
@@ -100,20 +101,53 @@ void analyzeJointRanks(Model& m) {
   if (flagged == 0) return;
 
   Data data(m);
-  std::mt19937 rng(2013);
-  Eigen::VectorXd q = m.neutralConfiguration();
-  std::vector<int> ranks(m.nbodies, 0), first(m.nbodies, 0);
-  for (int sample = 0; sample < 5; ++sample) {
-    if (sample > 0) randomConfiguration(m, rng, q);
-    jointRanksAt(m, data, q, ranks);
-    if (sample == 0) first = ranks;
-    for (int i = 1; i < m.nbodies; ++i) {
-      if (!m.singular_inertia[i] || ranks[i] == first[i]) continue;
-      throw ModelError("joint '" + m.joint_names[i] + "': the inertia its massless body '" +
-                       m.body_names[i] + "' carries has rank " + std::to_string(first[i]) +
-                       " at the neutral configuration and " + std::to_string(ranks[i]) +
-                       " elsewhere; a rank that changes with the configuration is not supported");
+  Eigen::VectorXd q;
+  std::vector<int> ranks(m.nbodies, 0), first(m.nbodies, 0), lowest(m.nbodies, 0),
+      changed(m.nbodies, -1);
+  // the same five configurations each time: the neutral one and four pseudo-random ones; per
+  // joint the rank at the first, the lowest, and the rank at the first that differs (or -1)
+  const auto sampleRanks = [&] {
+    std::mt19937 rng(2013);
+    q = m.neutralConfiguration();
+    lowest = m.joint_rank;
+    changed.assign(m.nbodies, -1);
+    for (int sample = 0; sample < 5; ++sample) {
+      if (sample > 0) randomConfiguration(m, rng, q);
+      jointRanksAt(m, data, q, ranks);
+      if (sample == 0) first = ranks;
+      for (int i = 1; i < m.nbodies; ++i) {
+        lowest[i] = std::min(lowest[i], ranks[i]);
+        if (changed[i] < 0 && ranks[i] != first[i]) changed[i] = ranks[i];
+      }
     }
+  };
+  sampleRanks();
+  if (massless_armature > 0.0) {
+    // every deficient joint at once: a massless parent of a massless leaf stays deficient
+    // whatever the leaf gets, so one pass finds them all; the second sampling confirms it
+    bool added = false;
+    for (int i = 1; i < m.nbodies; ++i) {
+      if (!m.singular_inertia[i] || lowest[i] == m.nv_joint[i]) continue;
+      m.armature.segment(m.idx_v[i], m.nv_joint[i]).array() += massless_armature;
+      std::ostringstream note;
+      note << "joint '" << m.joint_names[i] << "': massless body '" << m.body_names[i]
+           << "' leaves " << m.nv_joint[i] - lowest[i]
+           << " direction(s) of this joint without inertia somewhere; armature "
+           << massless_armature << " added to its DoFs (massless_armature)";
+      m.load_warnings.push_back(note.str());
+      added = true;
+    }
+    if (added) {
+      m.packSweepData();
+      sampleRanks();
+    }
+  }
+  for (int i = 1; i < m.nbodies; ++i) {
+    if (!m.singular_inertia[i] || changed[i] < 0) continue;
+    throw ModelError("joint '" + m.joint_names[i] + "': the inertia its massless body '" +
+                     m.body_names[i] + "' carries has rank " + std::to_string(first[i]) +
+                     " at the neutral configuration and " + std::to_string(changed[i]) +
+                     " elsewhere; a rank that changes with the configuration is not supported");
   }
   for (int i = 1; i < m.nbodies; ++i) {
     if (!m.singular_inertia[i] || first[i] == m.nv_joint[i]) continue;

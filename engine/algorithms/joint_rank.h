@@ -17,6 +17,10 @@ namespace hilsim {
 /// between them, when massless joint motion appears in a model with flexible bodies, or when the
 /// first-order equations of that motion are singular (no damping determines it: seed 003 §3.5,
 /// index 1 needs ∂γ/∂ζ regular).
-void analyzeJointRanks(Model& model);
+///
+/// With `massless_armature` > 0 [kg·m² or kg] none of these is refused: each flagged joint that
+/// loses rank at one of the configurations gets that armature on its DoFs (which makes its D
+/// regular everywhere), named in Model::load_warnings.
+void analyzeJointRanks(Model& model, double massless_armature = 0.0);
 
 }  // namespace hilsim

@@ -24,7 +24,9 @@ void checkBody(const BodySpec& b) {
   if (b.flexible) {
     if (!b.joint) fail(who + ": a flexible body needs a moving joint");
     if (const std::string why = b.flexible->validate(); !why.empty()) fail(who + ": " + why);
-  } else if (const std::string why = b.inertia.validate(); !why.empty()) {
+  } else if (const std::string why = b.inertia_as_given ? b.inertia.validateDefinite()
+                                                         : b.inertia.validate();
+             !why.empty()) {
     fail(who + ": " + why);
   }
   if (!b.joint) return;
@@ -252,7 +254,7 @@ Model ModelBuilder::build() const {
     }
   }
   m.packSweepData();
-  analyzeJointRanks(m);
+  analyzeJointRanks(m, massless_armature_);
   // the constraint stage's operators need a model of full joint rank (docs/CONTACT.md)
   m.limits_enforced = m.nalgebraic == 0;
   if (!m.limits_enforced)

@@ -31,6 +31,9 @@ struct BodySpec {
   std::optional<Joint> joint;      ///< std::nullopt: fixed (welded to the parent)
   Transform placement;             ///< X_PJ: joint frame in the parent body frame
   Inertia inertia;                 ///< in the body frame (ignored for a flexible body)
+  /// The inertia may break the triangle inequality of a rigid body's principal moments (a URDF
+  /// loaded under InertiaPolicy::kAsGiven); it must still be positive semi-definite.
+  bool inertia_as_given = false;
   JointProperties properties;
   /// Assumed-modes data when the body is flexible (seed 004); its rigid inertia is then
   /// `flexible->rigidInertia()`. Not allowed with a fixed joint.
@@ -44,7 +47,8 @@ struct BodySpec {
 ///
 /// `build()` throws ModelError (naming the offending body or joint) for: empty or duplicate names,
 /// a parent that does not exist, cycles, an invalid inertia (negative or non-finite mass, inertia not
-/// symmetric positive semi-definite or violating the triangle inequality), non-finite placements or
+/// symmetric positive semi-definite or, unless BodySpec::inertia_as_given, violating the triangle
+/// inequality), non-finite placements or
 /// axes, zero axes, negative damping or armature, a free joint whose parent is not the world,
 /// invalid modal data (FlexibleBody::validate), an unknown parent node, a body with mass welded to
 /// a flexible body (give it a joint or put its mass into the modal data), a spring on a joint with
@@ -73,12 +77,20 @@ class ModelBuilder {
   ModelBuilder& addFixedBody(const std::string& name, const std::string& parent,
                              const Transform& placement, const Inertia& inertia);
 
+  /// Armature [kg·m² or kg] added to each joint whose massless body leaves some of its motion
+  /// without inertia (analyzeJointRanks), instead of refusing the model; 0 (the default) refuses.
+  ModelBuilder& setMasslessArmature(double armature) {
+    massless_armature_ = armature;
+    return *this;
+  }
+
   Model build() const;
 
  private:
   std::string name_;
   Vector3 gravity_ = Vector3(0.0, 0.0, -9.81);
   std::vector<BodySpec> bodies_;
+  double massless_armature_ = 0.0;
 };
 
 }  // namespace hilsim

@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Every file in config/models that loads on its own, default first. A name resolves to
-// <name>.yaml, <name>.yml or <name>.urdf in the first search directory that has one.
+// <name>.yaml, .yml, .urdf, .sdf or .xml in the first search directory that has one.
 const std::vector<std::string>& bundledNames() {
   // default first (the 7-DoF arm); quadruped, humanoid and talos are YAML floating-base
   // wrappers over solo12, simple_humanoid and talos_full_v2
@@ -61,8 +61,23 @@ std::vector<fs::path> searchDirectories() {
   return dirs;
 }
 
-Model loadFile(const std::string& path, const std::string& extension, const ModelLimits& limits) {
-  if (extension == ".urdf") return loadUrdf(path, false, limits);
+Model loadFile(const std::string& path, const std::string& extension, const UrdfOptions& options,
+               const ModelLimits& limits) {
+  if (extension == ".urdf") return loadUrdf(path, options, limits);
+  if (extension == ".sdf") return loadSdf(path, options, limits);
+  if (extension == ".xml" || extension == ".mjcf") {
+    if (options.any())
+      throw ModelError(path + ": the URDF options (floating base, inertia and massless policies) "
+                              "do not apply to an MJCF model (a free joint is its own "
+                              "<freejoint>)");
+    return loadMjcf(path, limits);
+  }
+  // a YAML file says it itself: its URDF wrapper's floating_base, inertia and massless keys
+  if (options.any()) {
+    throw ModelError(path + ": a YAML model sets its URDF's options itself (its wrapper's "
+                            "'floating_base', 'inertia' and 'massless' keys); none can be given "
+                            "beside it");
+  }
   return loadYaml(path, limits);
 }
 
@@ -72,10 +87,15 @@ std::vector<std::string> bundledModelNames() { return bundledNames(); }
 
 std::string defaultModelName() { return bundledNames().front(); }
 
+std::span<const std::string_view> modelFileExtensions() {
+  static constexpr std::string_view kExtensions[] = {".yaml", ".yml", ".urdf", ".sdf", ".xml"};
+  return kExtensions;
+}
+
 std::string modelFileIn(const std::string& directory, const std::string& name) {
   if (!isPlainName(name)) return {};
-  for (const char* extension : {".yaml", ".yml", ".urdf"}) {
-    const fs::path candidate = fs::path(directory) / (name + extension);
+  for (const std::string_view extension : modelFileExtensions()) {
+    const fs::path candidate = fs::path(directory) / (name + std::string(extension));
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
   }
@@ -90,21 +110,27 @@ std::string bundledModelPath(const std::string& name) {
 }
 
 Model loadModel(const std::string& path_or_name, const ModelLimits& limits) {
+  return loadModel(path_or_name, UrdfOptions{}, limits);
+}
+
+Model loadModel(const std::string& path_or_name, const UrdfOptions& options,
+                const ModelLimits& limits) {
   const std::string extension = lowercase(fs::path(path_or_name).extension().string());
-  if (extension == ".urdf" || extension == ".yaml" || extension == ".yml")
-    return loadFile(path_or_name, extension, limits);
+  if (extension == ".urdf" || extension == ".sdf" || extension == ".yaml" || extension == ".yml" ||
+      extension == ".xml" || extension == ".mjcf")
+    return loadFile(path_or_name, extension, options, limits);
   if (const std::string path = bundledModelPath(path_or_name); !path.empty())
-    return loadFile(path, lowercase(fs::path(path).extension().string()), limits);
+    return loadFile(path, lowercase(fs::path(path).extension().string()), options, limits);
 
   std::string names;
   for (const std::string& n : bundledNames()) names += (names.empty() ? "" : ", ") + n;
   std::error_code ec;
   if (!path_or_name.empty() && fs::exists(path_or_name, ec))
     throw ModelError("'" + path_or_name +
-                     "': unknown model file type (expected .urdf, .yaml or "
+                     "': unknown model file type (expected .urdf, .sdf, .xml, .mjcf, .yaml or "
                      ".yml)");
   throw ModelError("unknown model '" + path_or_name +
-                   "': not a .urdf/.yaml/.yml file nor a "
+                   "': not a .urdf/.sdf/.xml/.mjcf/.yaml/.yml file nor a "
                    "bundled model (bundled: " +
                    names + ")");
 }

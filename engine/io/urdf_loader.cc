@@ -91,15 +91,16 @@ struct JointElement {
 
 class UrdfReader {
  public:
-  UrdfReader(std::string source, bool floating_base, const ModelLimits& limits)
-      : source_(std::move(source)), floating_base_(floating_base), limits_(limits) {}
+  UrdfReader(std::string source, const UrdfOptions& options, const ModelLimits& limits)
+      : source_(std::move(source)),
+        floating_base_(options.floating_base),
+        inertia_policy_(options.inertia),
+        massless_(options.massless),
+        massless_armature_(options.massless_armature),
+        limits_(limits) {}
 
   Model read(const std::string& xml) {
-    if (xml.size() > limits_.max_text_bytes)
-      throw ModelError(source_ + ": " + std::to_string(xml.size()) +
-                       " bytes, larger than the limit of " +
-                       std::to_string(limits_.max_text_bytes) + " bytes for a model text");
-    checkAttributeCounts(xml);
+    io_detail::checkXmlShape(xml, limits_.max_text_bytes, source_);
     XMLDocument document;
     if (document.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
       const int line = document.ErrorLineNum();
@@ -112,7 +113,23 @@ class UrdfReader {
     if (const char* name = robot->Attribute("name"); name && *name) name_ = name;
     readElements(*robot);
     const std::vector<int> order = treeOrder();
-    return convert(order);
+    if (massless_ == MasslessPolicy::kWeld) weldMasslessSubtrees(order);
+    Model model = convert(order);
+    noteLimitsAtTheStart();
+    noteWeldedRoot(order);
+    // the reader's notes first, then the builder's (armature added to massless joints), which
+    // name a joint: give them its line too
+    for (std::string& warning : model.load_warnings) {
+      int line = 0;
+      if (warning.rfind("joint '", 0) == 0)
+        if (const std::size_t close = warning.find("': ", 7); close != std::string::npos)
+          if (const auto it = joint_index_.find(warning.substr(7, close - 7));
+              it != joint_index_.end())
+            line = joints_[it->second].line;
+      warning = source_ + (line > 0 ? ":" + std::to_string(line) : "") + ": " + warning;
+    }
+    model.load_warnings.insert(model.load_warnings.begin(), warnings_.begin(), warnings_.end());
+    return model;
   }
 
  private:
@@ -124,43 +141,6 @@ class UrdfReader {
     message += ": ";
     if (!element.empty()) message += element + ": ";
     throw ModelError(message + what);
-  }
-
-  // tinyxml2 looks up every attribute among those of its element already read (to refuse
-  // duplicates), so one element with n attributes costs n²: 512 KiB of them would take seconds.
-  // A URDF element has a handful; a start tag with more than kMaxAttributes is refused first,
-  // by one linear scan.
-  void checkAttributeCounts(std::string_view xml) const {
-    constexpr int kMaxAttributes = 64;
-    int line = 1;
-    for (std::size_t k = 0; k < xml.size(); ++k) {
-      if (xml[k] == '\n') ++line;
-      if (xml[k] != '<') continue;
-      if (xml.compare(k, 4, "<!--") == 0 || xml.compare(k, 9, "<![CDATA[") == 0) {
-        const std::size_t end = xml.find(xml[k + 2] == '-' ? "-->" : "]]>", k);
-        if (end == std::string_view::npos) return;  // tinyxml2 reports it
-        for (std::size_t j = k; j < end; ++j) line += xml[j] == '\n';
-        k = end;
-        continue;
-      }
-      // a tag: count '=' outside quoted values up to its '>'
-      const int start_line = line;
-      int attributes = 0;
-      char quote = 0;
-      std::size_t j = k + 1;
-      for (; j < xml.size() && (quote != 0 || xml[j] != '>'); ++j) {
-        if (xml[j] == '\n') ++line;
-        if (quote != 0) {
-          if (xml[j] == quote) quote = 0;
-        } else if (xml[j] == '"' || xml[j] == '\'') {
-          quote = xml[j];
-        } else if (xml[j] == '=' && ++attributes > kMaxAttributes) {
-          fail(start_line, "", "an element with more than " + std::to_string(kMaxAttributes) +
-                                   " attributes");
-        }
-      }
-      k = j;
-    }
   }
 
   // --- numbers ---
@@ -516,6 +496,86 @@ class UrdfReader {
     return order;
   }
 
+  // --- what loads but deserves a word ---
+
+  // A legged robot's trunk welded to the world stands still in the air: say so, and how to float
+  // it. The root's mass is that of the links welded to it as well (a1: a massless base_link
+  // with the 6 kg trunk welded to it).
+  void noteWeldedRoot(const std::vector<int>& order) {
+    if (floating_base_ || rootIsGround()) return;
+    std::vector<char> on_root(links_.size(), 0);
+    double mass = 0.0;
+    for (int link : order) {
+      const int j = parent_joint_[link];
+      on_root[link] = link == root_ ||
+                      (joints_[j].type == "fixed" && on_root[link_index_.at(joints_[j].parent)]);
+      if (on_root[link]) mass += links_[link].inertia.mass;
+    }
+    if (!(mass > 0.0)) return;
+    const LinkElement& root = links_[root_];
+    std::ostringstream note;
+    note << source_ << ":" << root.line << ": " << linkRef(root.name) << " (" << mass
+         << " kg with the links welded to it) is the root and is welded to the world: a fixed "
+         << "base; a robot that moves its base needs floating_base (the YAML wrapper's "
+         << "floating_base: true, --floating-base, ModelSource.floating_base)";
+    warnings_.insert(warnings_.begin(), note.str());
+  }
+
+  // Simulations start at q = 0 (a URDF names no other pose): a limit range that excludes it
+  // makes the limit rows throw the joint back into range at the first step (kinova gains 40 J
+  // in 0.2 s), and a zero range (an exporter's placeholder <limit lower="0" upper="0">) locks it.
+  void noteLimitsAtTheStart() {
+    std::string outside;
+    int count = 0;
+    for (const JointElement& j : joints_) {
+      if (!j.has_limit || (j.type != "revolute" && j.type != "prismatic")) continue;
+      if (j.lower == j.upper) {
+        std::ostringstream note;
+        note << source_ << ":" << j.line << ": " << jointRef(j.name) << ": <limit lower=\""
+             << j.lower << "\" upper=\"" << j.upper << "\">: a zero range, which locks this "
+             << j.type << " joint when limits are enforced (a YAML wrapper's limits: data "
+             << "leaves them unenforced)";
+        warnings_.push_back(note.str());
+      } else if (j.lower > 0.0 || j.upper < 0.0) {
+        std::ostringstream range;
+        range << " [" << j.lower << ", " << j.upper << "]";
+        outside += (count++ == 0 ? "" : ", ") + jointRef(j.name) + range.str();
+      }
+    }
+    if (count == 0) return;
+    warnings_.push_back(source_ + ": q = 0, where a simulation starts unless told otherwise, lies "
+                        "outside the limits of " + outside + "; the limit rows push " +
+                        (count == 1 ? "it" : "them") + " into range at the first steps (start "
+                        "inside: a YAML wrapper's initial:, simulate --q0, "
+                        "SessionConfig.initial_q)");
+  }
+
+  // --- massless links ---
+
+  // massless: weld. A moving joint whose child link and every link beyond it have no mass moves
+  // nothing: its motion is undetermined, and welding it changes no other body's dynamics. Its
+  // links stay frames (a finger's tip can still be named).
+  void weldMasslessSubtrees(const std::vector<int>& order) {
+    std::vector<double> subtree_mass(links_.size(), 0.0);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int link = *it;
+      subtree_mass[link] += links_[link].inertia.mass;
+      if (parent_joint_[link] >= 0)
+        subtree_mass[link_index_.at(joints_[parent_joint_[link]].parent)] += subtree_mass[link];
+    }
+    for (int link : order) {
+      if (parent_joint_[link] < 0 || subtree_mass[link] != 0.0) continue;
+      JointElement& joint = joints_[parent_joint_[link]];
+      if (joint.type == "fixed") continue;
+      std::ostringstream note;
+      note << source_ << ":" << joint.line << ": " << jointRef(joint.name) << " (" << joint.type
+           << ") welded: its child link '" << printable(joint.child)
+           << "' and the links beyond it have no mass (massless: weld)";
+      warnings_.push_back(note.str());
+      joint.type = "fixed";
+    }
+  }
+
   // --- conversion ---
 
   bool rootIsGround() const { return links_[root_].name == "world"; }
@@ -528,6 +588,7 @@ class UrdfReader {
       fail(0, "", std::to_string(dofs) + " degrees of freedom, more than the limit of " +
                       std::to_string(limits_.max_dofs));
     ModelBuilder builder(name_);
+    if (massless_ == MasslessPolicy::kArmature) builder.setMasslessArmature(massless_armature_);
     std::vector<BodySpec> specs;
     specs.reserve(order.size());
     for (int link : order) {
@@ -593,6 +654,12 @@ class UrdfReader {
   // The builder names bodies and joints; the file's links and joints have lines.
   [[noreturn]] void rethrowBuildError(std::string message) const {
     if (message.rfind("body '", 0) == 0) message = "link" + message.substr(4);
+    // a vendor file cannot be edited for every load: name the options that load it as it is
+    if (message.find("massless body") != std::string::npos &&
+        message.find("flexible") == std::string::npos)
+      message += " (without editing the file: the option massless: weld welds joints whose links "
+                 "have no mass, massless: armature=<kg·m²> adds that armature to each such "
+                 "joint; docs/MODEL_FORMAT.md, \"Massless links\")";
     int line = 0;
     for (const auto& [word, index, lines] :
          {std::tuple{"link '", &link_index_, 0}, std::tuple{"joint '", &joint_index_, 1}}) {
@@ -701,23 +768,30 @@ class UrdfReader {
       }
       b.inertia = Inertia();
     }
-    for (const BodySpec& b : specs) {
+    for (BodySpec& b : specs) {
       if (!b.joint) continue;
-      const std::string why = b.inertia.validate();
-      if (why.empty()) continue;
       std::string element = linkRef(b.name);
       if (const auto w = welded.find(b.name); w != welded.end()) {
         element += " (with welded links";
         for (const std::string& name : w->second) element += " '" + printable(name) + "'";
         element += ")";
       }
-      fail(links_[link_index_.at(b.name)].line, element, why);
+      const int line = links_[link_index_.at(b.name)].line;
+      const io_detail::InertiaCheck check = io_detail::applyInertiaPolicy(b, inertia_policy_);
+      if (!check.error.empty()) fail(line, element, check.error);
+      if (!check.warning.empty())
+        warnings_.push_back(source_ + ":" + std::to_string(line) + ": " + element + ": " +
+                            check.warning);
     }
   }
 
   std::string source_;
   bool floating_base_;
+  InertiaPolicy inertia_policy_;
+  MasslessPolicy massless_;
+  double massless_armature_;
   ModelLimits limits_;
+  mutable std::vector<std::string> warnings_;  // Model::load_warnings (gathered while reading)
   std::string name_ = "urdf";
   std::vector<LinkElement> links_;
   std::vector<JointElement> joints_;
@@ -729,14 +803,77 @@ class UrdfReader {
 
 }  // namespace
 
-Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
+const char* inertiaPolicyName(InertiaPolicy policy) {
+  switch (policy) {
+    case InertiaPolicy::kAsGiven: return "as_given";
+    case InertiaPolicy::kBalance: return "balance";
+    case InertiaPolicy::kStrict: return "strict";
+  }
+  return "?";
+}
+
+const char* masslessPolicyName(MasslessPolicy policy) {
+  switch (policy) {
+    case MasslessPolicy::kRefuse: return "refuse";
+    case MasslessPolicy::kWeld: return "weld";
+    case MasslessPolicy::kArmature: return "armature";
+  }
+  return "?";
+}
+
+bool UrdfOptions::any() const {
+  return floating_base || inertia != InertiaPolicy::kAsGiven ||
+         massless != MasslessPolicy::kRefuse;
+}
+
+std::string parseInertiaPolicy(std::string_view text, UrdfOptions& options) {
+  for (InertiaPolicy policy :
+       {InertiaPolicy::kAsGiven, InertiaPolicy::kBalance, InertiaPolicy::kStrict}) {
+    if (text != inertiaPolicyName(policy)) continue;
+    options.inertia = policy;
+    return {};
+  }
+  return "'" + io_detail::printable(text) + "': as_given, balance or strict";
+}
+
+std::string parseMasslessPolicy(std::string_view text, UrdfOptions& options) {
+  constexpr std::string_view kArmature = "armature=";
+  if (text == "refuse" || text == "weld") {
+    options.massless = text == "weld" ? MasslessPolicy::kWeld : MasslessPolicy::kRefuse;
+    options.massless_armature = 0.0;
+    return {};
+  }
+  if (text.substr(0, kArmature.size()) == kArmature) {
+    const std::string value(text.substr(kArmature.size()));
+    char* end = nullptr;
+    const double armature = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
+    // a heavier rotor than 1e6 kg·m² is a typo, not a model
+    if (!value.empty() && end == value.c_str() + value.size() && armature > 0.0 &&
+        armature <= 1e6) {
+      options.massless = MasslessPolicy::kArmature;
+      options.massless_armature = armature;
+      return {};
+    }
+  }
+  return "'" + io_detail::printable(text) +
+         "': refuse, weld, or armature=<value> with 0 < value <= 1e6 [kg·m² or kg]";
+}
+
+Model loadUrdfString(const std::string& urdf_xml, const UrdfOptions& options,
                      const std::string& source_name, const ModelLimits& limits) {
   try {
-    return UrdfReader(source_name, floating_base, limits).read(urdf_xml);
+    return UrdfReader(source_name, options, limits).read(urdf_xml);
   } catch (const std::exception& e) {
     // names quoted by the model builder are the file's text too
     throw ModelError(io_detail::oneLine(e.what()));
   }
+}
+
+Model loadUrdfString(const std::string& urdf_xml, bool floating_base,
+                     const std::string& source_name, const ModelLimits& limits) {
+  UrdfOptions options;
+  options.floating_base = floating_base;
+  return loadUrdfString(urdf_xml, options, source_name, limits);
 }
 
 namespace {
@@ -775,8 +912,14 @@ std::string findMeshFile(const std::filesystem::path& directory, const std::stri
 }  // namespace
 
 Model loadUrdf(const std::string& path, bool floating_base, const ModelLimits& limits) {
-  Model model = loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes),
-                               floating_base, path, limits);
+  UrdfOptions options;
+  options.floating_base = floating_base;
+  return loadUrdf(path, options, limits);
+}
+
+Model loadUrdf(const std::string& path, const UrdfOptions& options, const ModelLimits& limits) {
+  Model model = loadUrdfString(io_detail::readTextFile(path, limits.max_text_bytes), options,
+                               path, limits);
   const std::filesystem::path directory = std::filesystem::path(path).parent_path();
   for (VisualShape& visual : model.visuals) {
     if (visual.geometry == VisualShape::Geometry::kMesh) {

@@ -35,7 +35,7 @@ using Keys = std::span<const std::string_view>;
 // Top-level keys and their meaning are listed in docs/MODEL_FORMAT.md; keep the two in sync.
 constexpr std::string_view kTopLevelKeys[] = {
     "version", "name",  "gravity", "bodies",  "urdf",
-    "floating_base", "loops", "forces", "initial", "stabilisation", "generate",
+    "floating_base", "inertia", "massless", "loops", "forces", "initial", "stabilisation", "generate",
     "limits", "ground", "contacts", "softness", "solver"};
 // limits, ground contact and their solver (docs/CONTACT.md, docs/MODEL_FORMAT.md)
 constexpr std::string_view kGroundKeys[] = {"height", "friction", "enabled"};
@@ -174,6 +174,13 @@ class YamlModelReader {
     if (top.has("floating_base") && !top.has("urdf"))
       fail(top.at("floating_base"), "floating_base",
            "only applies to a 'urdf' wrapper; a native model declares a 'free' joint instead");
+    if (top.has("inertia") && !top.has("urdf"))
+      fail(top.at("inertia"), "inertia",
+           "only applies to a 'urdf' wrapper; a native model's inertias must be a rigid body's");
+    if (top.has("massless") && !top.has("urdf"))
+      fail(top.at("massless"), "massless",
+           "only applies to a 'urdf' wrapper; a native model gives a massless joint damping or "
+           "armature, or makes it fixed");
 
     Model model;
     if (top.has("urdf")) {
@@ -605,10 +612,17 @@ class YamlModelReader {
   Model readUrdfWrapper(const Mapping& top) const {
     const YAML::Node& node = top.at("urdf");
     const std::filesystem::path path = namedFile(node, "urdf", base_directory_);
-    const bool floating =
+    UrdfOptions options;
+    options.floating_base =
         top.has("floating_base") && boolean(top.at("floating_base"), "floating_base");
+    for (const auto& [key, parse] : {std::pair{"inertia", &parseInertiaPolicy},
+                                      std::pair{"massless", &parseMasslessPolicy}}) {
+      if (!top.has(key)) continue;
+      if (const std::string why = parse(text(top.at(key), key), options); !why.empty())
+        fail(top.at(key), key, why);
+    }
     try {
-      return loadUrdf(path.lexically_normal().string(), floating, limits_);
+      return loadUrdf(path.lexically_normal().string(), options, limits_);
     } catch (const ModelError& e) {
       fail(node, "urdf", e.what());
     }

@@ -48,6 +48,9 @@ struct Frame {
 /// `parent_node[j]` of it, `joint_placement[j]` then being relative to that node's undeformed frame.
 struct Model {
   std::string name;
+  /// What the loader accepted or changed that a user should know (one line each, naming the
+  /// element): e.g. a URDF link whose principal moments break the triangle inequality.
+  std::vector<std::string> load_warnings;
   int nbodies = 1;  ///< including the world
   int nq = 0;       ///< configuration size
   int nv = 0;       ///< velocity size (degrees of freedom)

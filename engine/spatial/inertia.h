@@ -83,6 +83,16 @@ struct Inertia {
   /// Empty when the inertia is physically valid (finite, mass ≥ 0, I_c symmetric positive
   /// semi-definite, principal moments obey the triangle inequality); otherwise why not.
   std::string validate(double tolerance = 1e-9) const;
+  /// validate() without the triangle inequality: empty when the dynamics are defined (finite,
+  /// mass ≥ 0, I_c symmetric positive semi-definite), whatever a rigid body could have.
+  std::string validateDefinite(double tolerance = 1e-9) const;
+  /// How far the principal moments break the triangle inequality: I₃ − (I₁ + I₂) with
+  /// I₁ ≤ I₂ ≤ I₃ [kg·m²]; ≤ 0 when they keep it.
+  double triangleExcess() const;
+  /// This body with its two smaller principal moments raised by half the excess each, about the
+  /// same principal axes: the least change of trace that makes I₁ + I₂ = I₃ (as given when the
+  /// moments keep the inequality). Mass and centre of mass unchanged.
+  Inertia balanced() const;
 
   bool isApprox(const Inertia& other, double precision = 1e-12) const;
 };

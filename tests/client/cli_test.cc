@@ -393,6 +393,83 @@ TEST_F(CliTest, InfoTextDescribesTheDefaultArm) {
   }
 }
 
+// How a URDF is read, from every model command: --floating-base puts its root on a free joint;
+// a link whose moments break the triangle inequality loads with a warning `info` shows (text and
+// JSON), is balanced or refused with --inertia; a YAML model says these itself.
+TEST_F(CliTest, UrdfOptionsReachInfoSimulateAndEval) {
+  const fs::path vendor = path("vendor.urdf");
+  writeFile(vendor,
+            "<robot name='vendor'><link name='a'><inertial><mass value='1'/><inertia ixx='1' "
+            "iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link><joint name='j' "
+            "type='continuous'><parent link='a'/><child link='b'/><axis xyz='0 0 1'/></joint>"
+            "<link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='3' "
+            "ixy='0' ixz='0' iyz='0'/></inertial></link></robot>\n");
+  RunResult r = runInProcess({"info", "--model", vendor.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv        1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning   " + vendor.string() + ":1: link 'b': principal moments break "
+                       "the triangle inequality by 1 kg·m²; loaded as given"),
+            std::string::npos)
+      << r.out;
+  r = runInProcess({"info", "--model", vendor.string(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"warnings\": [\""), std::string::npos) << r.out;
+  r = runInProcess({"info", "--model", vendor.string(), "--floating-base", "--inertia", "balance"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv        7\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("balanced: the two smaller moments raised by 0.5 kg·m² each"),
+            std::string::npos)
+      << r.out;
+  r = runInProcess({"simulate", "--model", vendor.string(), "--floating-base", "--duration",
+                    "0.01"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = runInProcess({"info", "--model", vendor.string(), "--inertia", "strict"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("violate the triangle inequality"), std::string::npos) << r.err;
+  r = runInProcess({"info", "--model", vendor.string(), "--inertia", "loose"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--inertia: 'loose': as_given, balance or strict"), std::string::npos)
+      << r.err;
+  r = runInProcess({"info", "--model", "pendulum", "--floating-base"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("a YAML model sets its URDF's options itself"), std::string::npos) << r.err;
+  // a bundled URDF floats too
+  r = runInProcess({"info", "--model", "solo12", "--floating-base"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv        18\n"), std::string::npos) << r.out;
+
+  // a massless finger: refused with the options named, then welded or geared
+  const fs::path finger = path("finger.urdf");
+  writeFile(finger,
+            "<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent "
+            "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial>"
+            "<mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/>"
+            "</inertial></link><joint name='f' type='continuous'><parent link='b'/><child "
+            "link='c'/></joint><link name='c'/></robot>\n");
+  r = runInProcess({"info", "--model", finger.string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("massless: weld"), std::string::npos) << r.err;
+  r = runInProcess({"info", "--model", finger.string(), "--massless", "weld"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nv        1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("joint 'f' (continuous) welded"), std::string::npos) << r.out;
+  // q, v, tau of both joints: the finger's torque of 1 N·m on its armature alone
+  writeFile(path("finger.csv"), "q_j,q_f,v_j,v_f,tau_j,tau_f\n0,0,0,0,0,1\n");
+  r = runInProcess({"eval", "--model", finger.string(), "--massless", "armature=0.01", "--input",
+                    path("finger.csv").string(), "--output", path("finger_qdd.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(readFile(path("finger_qdd.csv")).find(",100\n"), std::string::npos)
+      << readFile(path("finger_qdd.csv"));
+  r = runInProcess({"simulate", "--model", finger.string(), "--massless", "armature=0.01",
+                    "--duration", "0.01"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = runInProcess({"info", "--model", finger.string(), "--massless", "armature=0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--massless: 'armature=0': refuse, weld, or armature=<value>"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliTest, InfoJsonMatchesTheLoadedModel) {
   for (const std::string name : {"iiwa14", "quadruped", "double_pendulum"}) {
     SCOPED_TRACE(name);

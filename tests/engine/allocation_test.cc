@@ -41,6 +41,7 @@ void recordEigenAssertion(const char* condition) noexcept;
 #include "engine/algorithms/crba_forward_dynamics.h"
 #include "engine/algorithms/energy.h"
 #include "engine/algorithms/forward_kinematics.h"
+#include "engine/algorithms/frame_jacobian.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/algorithms/tree_ldl.h"
 #include "engine/model/configuration.h"
@@ -329,6 +330,7 @@ TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
   for (auto& f : f_ext) f = test::randomVector(6, rng);
   const std::span<const ForceVector> wrenches(f_ext);
   Eigen::VectorXd q_next(model.nq), b(model.nv);
+  Matrix6N J(6, model.nv);
   double sum = 0.0;  // consumes the results
   Counts counts;
   {
@@ -354,6 +356,12 @@ TEST_P(AlgorithmAllocations, AlgorithmsAllocateNothing) {
       sum += bodyVelocityInBodyFrame(data, model.nbodies - 1)(0);
       sum += bodyOriginVelocity(data, model.nbodies - 1)(0);
       sum += bodyOriginAcceleration(data, model.nbodies - 1)(0);
+      for (const JacobianReference reference :
+           {JacobianReference::kWorld, JacobianReference::kLocal,
+            JacobianReference::kLocalWorldAligned}) {
+        frameJacobian(model, data, static_cast<int>(model.frames.size()) - 1, reference, J);
+        sum += J(0, 0);
+      }
       for (int i = 1; i < model.nbodies; ++i) {
         if (model.nmodes[i] == 0 || model.flexible[i].nodes.empty()) continue;
         sum += nodePlacement(model, data, q, i, 0).translation(0);

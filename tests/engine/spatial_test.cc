@@ -1,6 +1,8 @@
 // Identities of the spatial algebra.
 #include <gtest/gtest.h>
 
+#include <Eigen/Geometry>
+
 #include "engine/spatial/inertia.h"
 #include "tests/support/random_model.h"
 #include "tests/support/tolerances.h"
@@ -88,6 +90,23 @@ TEST(Spatial, InvalidInertiasAreExplained) {
   EXPECT_FALSE(Inertia(1.0, Vector3::Zero(), asym).validate().empty());
   EXPECT_FALSE(Inertia(std::nan(""), Vector3::Zero(), Matrix3::Identity()).validate().empty());
   EXPECT_TRUE(Inertia(0.0, Vector3::Zero(), Matrix3::Zero()).validate().empty());
+}
+
+// The balanced inertia keeps the principal axes: a rotated tensor balances about its own axes.
+TEST(Inertia, BalancedRaisesTheTwoSmallerPrincipalMomentsAboutTheirAxes) {
+  const Matrix3 rotation =
+      Eigen::AngleAxisd(0.7, Vector3(1, 2, 3).normalized()).toRotationMatrix();
+  const Inertia bad(2.0, Vector3(0.1, 0.2, 0.3),
+                    rotation * Vector3(0.1, 0.2, 0.5).asDiagonal() * rotation.transpose());
+  EXPECT_NEAR(bad.triangleExcess(), 0.2, 1e-14);
+  const Inertia good = bad.balanced();
+  EXPECT_EQ(good.mass, bad.mass);
+  EXPECT_EQ(good.com, bad.com);
+  EXPECT_NEAR(good.triangleExcess(), 0.0, 1e-14);
+  const Matrix3 expected = rotation * Vector3(0.2, 0.3, 0.5).asDiagonal() * rotation.transpose();
+  EXPECT_LT((good.inertia_com - expected).cwiseAbs().maxCoeff(), 1e-14);
+  EXPECT_TRUE(good.validate().empty());
+  EXPECT_TRUE(good.balanced().inertia_com.isApprox(good.inertia_com, 1e-14)) << "kept as is";
 }
 
 }  // namespace

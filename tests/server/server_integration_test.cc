@@ -115,6 +115,157 @@ TEST_F(ServerTest, ListsBundledModelsDefaultFirst) {
   EXPECT_EQ(models.models(0).info().v_labels_size(), 7);
 }
 
+// A vendor URDF text whose link breaks the triangle inequality: loaded as given with its warning
+// in ModelInfo, balanced, or refused on request; the policy is for URDF sources only.
+TEST_F(ServerTest, AUrdfTextTakesTheInertiaPolicy) {
+  const std::string vendor =
+      "<robot name='vendor'><link name='a'/><joint name='j' type='continuous'><parent link='a'/>"
+      "<child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass value='1'/>"
+      "<inertia ixx='1' iyy='1' izz='3' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>";
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_urdf(vendor);
+  request.mutable_model()->set_source_name("vendor.urdf");
+  v1::CreateSessionResponse response;
+  grpc::Status status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.session().model().warnings_size(), 1);
+  EXPECT_NE(response.session().model().warnings(0).find("vendor.urdf:1: link 'b'"),
+            std::string::npos)
+      << response.session().model().warnings(0);
+  request.mutable_model()->set_inertia(v1::INERTIA_POLICY_BALANCE);
+  ASSERT_TRUE(create(request, &response).ok());
+  EXPECT_NE(response.session().model().warnings(0).find("balanced"), std::string::npos);
+  request.mutable_model()->set_inertia(v1::INERTIA_POLICY_STRICT);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("triangle inequality"), std::string::npos);
+  request.mutable_model()->set_bundled_name("pendulum");
+  request.mutable_model()->set_inertia(v1::INERTIA_POLICY_BALANCE);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("'pendulum' is a YAML model"), std::string::npos)
+      << status.error_message();
+}
+
+// The URDF options reach a model the server has by name when it is a URDF: solo12 floats.
+TEST_F(ServerTest, AModelByNameTakesTheUrdfOptions) {
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_bundled_name("solo12");
+  v1::CreateSessionResponse response;
+  ASSERT_TRUE(create(request, &response).ok());
+  EXPECT_EQ(response.session().model().nq(), 12);
+  request.mutable_model()->set_floating_base(true);
+  grpc::Status status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nq(), 19);
+  EXPECT_EQ(response.session().model().nv(), 18);
+  // the options are checked whatever the source
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_ARMATURE);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("model.massless_armature"), std::string::npos);
+  request.mutable_model()->set_massless_armature(1e-3);
+  EXPECT_TRUE(create(request, &response).ok());
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_WELD);
+  status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("without massless = MASSLESS_POLICY_ARMATURE"),
+            std::string::npos);
+}
+
+// A gripper whose finger has no mass: refused by default with the options named; welded, or
+// given the armature asked for.
+// One pendulum written in SDFormat and in MJCF: both texts run in sessions, swing alike, and a
+// text that names a file is refused.
+TEST_F(ServerTest, SdformatAndMjcfTextsRunInSessions) {
+  const std::string sdf =
+      "<sdf version='1.9'><model name='pendulum'><link name='rod'><inertial><pose>0 0 -0.5 0 0 "
+      "0</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy>"
+      "<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link><joint name='hinge' type='revolute'>"
+      "<parent>world</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint></model>"
+      "</sdf>";
+  const std::string mjcf =
+      "<mujoco model='pendulum'><worldbody><body name='rod'><joint name='hinge' type='hinge' "
+      "axis='0 1 0'/><inertial pos='0 0 -0.5' mass='1' diaginertia='0.01 0.01 0.01'/></body>"
+      "</worldbody></mujoco>";
+  std::vector<double> swings;
+  for (const bool use_sdf : {true, false}) {
+    SCOPED_TRACE(use_sdf ? "sdf" : "mjcf");
+    v1::CreateSessionRequest request;
+    if (use_sdf) request.mutable_model()->set_sdf(sdf);
+    else request.mutable_model()->set_mjcf(mjcf);
+    request.mutable_model()->set_source_name(use_sdf ? "pendulum.sdf" : "pendulum.xml");
+    request.mutable_config()->set_mode(v1::SESSION_MODE_LOCKSTEP);
+    request.mutable_config()->add_initial_q(0.5);
+    v1::CreateSessionResponse response;
+    const grpc::Status status = create(request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.session().model().name(), "pendulum");
+    EXPECT_EQ(response.session().model().nv(), 1u);
+    const std::uint64_t id = response.session().session_id();
+    ASSERT_TRUE(start(id).ok());
+    v1::Command command;
+    command.set_session_id(id);
+    command.set_steps(200);
+    command.add_tau(0.0);
+    v1::State state;
+    ASSERT_TRUE(stub_->Step(context().get(), command, &state).ok());
+    swings.push_back(state.q(0));
+    // ω² = m g l / I_pivot = 9.81 · 0.5 / 0.26; at 0.5 rad the swing lags the small-angle
+    // cosine by under 2 % of its period, far less than 0.01 rad this early
+    EXPECT_NEAR(state.q(0), 0.5 * std::cos(std::sqrt(9.81 * 0.5 / 0.26) * state.time()), 0.01);
+  }
+  // the same pendulum in both files: the same numbers to round-off
+  EXPECT_NEAR(swings[0], swings[1], 1e-12);
+
+  v1::CreateSessionRequest include;
+  include.mutable_model()->set_mjcf("<mujoco><include file='/etc/passwd'/></mujoco>");
+  v1::CreateSessionResponse response;
+  grpc::Status status = create(include, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  include.mutable_model()->set_sdf("<sdf version='1.9'><model name='m'><include><uri>/etc"
+                                   "</uri></include></model></sdf>");
+  status = create(include, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("include"), std::string::npos) << status.error_message();
+  // the URDF options are refused for an MJCF text, honoured for SDFormat
+  v1::CreateSessionRequest floating;
+  floating.mutable_model()->set_mjcf(mjcf);
+  floating.mutable_model()->set_floating_base(true);
+  status = create(floating, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("MJCF"), std::string::npos) << status.error_message();
+}
+
+TEST_F(ServerTest, AUrdfTextTakesTheMasslessPolicy) {
+  const std::string gripper =
+      "<robot name='gripper'><link name='palm'/>"
+      "<joint name='wrist' type='continuous'><parent link='palm'/><child link='hand'/>"
+      "<axis xyz='0 0 1'/></joint><link name='hand'><inertial><mass value='1'/>"
+      "<inertia ixx='0.01' iyy='0.01' izz='0.01' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+      "<joint name='finger_joint' type='prismatic'><parent link='hand'/><child link='finger'/>"
+      "<axis xyz='1 0 0'/><limit lower='0' upper='0.04' effort='10' velocity='1'/></joint>"
+      "<link name='finger'/></robot>";
+  v1::CreateSessionRequest request;
+  request.mutable_model()->set_urdf(gripper);
+  v1::CreateSessionResponse response;
+  grpc::Status status = create(request, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("massless: weld"), std::string::npos)
+      << status.error_message();
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_WELD);
+  status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 1);
+  request.mutable_model()->set_massless(v1::MASSLESS_POLICY_ARMATURE);
+  request.mutable_model()->set_massless_armature(1e-3);
+  status = create(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 2);
+  ASSERT_EQ(response.session().model().warnings_size(), 1);
+  EXPECT_NE(response.session().model().warnings(0).find("finger_joint"), std::string::npos);
+}
+
 TEST_F(ServerTest, BadRequestsGetClearStatusCodes) {
   v1::CreateSessionResponse response;
   v1::CreateSessionRequest request;
@@ -1164,6 +1315,13 @@ TEST_F(ServerTest, TheModelDirectorysFilesAreOfferedByName) {
     std::ofstream broken(dir / "broken.urdf");
     broken << "<robot name=\"broken\">\n<link name=\"a\"/>\n<joint name=\"j\" type=\"fixed\">"
               "<parent link=\"a\"/><child link=\"nowhere\"/></joint></robot>\n";
+    // loads only with a massless policy: not offered, but created with one
+    std::ofstream finger(dir / "finger.urdf");
+    finger << "<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent "
+              "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial>"
+              "<mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/>"
+              "</inertial></link><joint name='f' type='continuous'><parent link='b'/><child "
+              "link='c'/></joint><link name='c'/></robot>\n";
   }
   server_->shutdown();
   ServerConfig config = testConfig();
@@ -1186,6 +1344,21 @@ TEST_F(ServerTest, TheModelDirectorysFilesAreOfferedByName) {
   EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("model 'broken' does not load: " +
                                         (dir / "broken.urdf").string() + ":3:"),
+            std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(offered.count("finger"), 0u);
+  v1::CreateSessionRequest finger = bundledRequest("finger");
+  EXPECT_EQ(create(finger, &response).error_code(), StatusCode::INVALID_ARGUMENT);
+  finger.mutable_model()->set_massless(v1::MASSLESS_POLICY_WELD);
+  status = create(finger, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.session().model().nv(), 1u);
+  // mybot (ur5) is fixed to a 'world' link: floating it is refused with the loader's reason
+  v1::CreateSessionRequest floating = bundledRequest("mybot");
+  floating.mutable_model()->set_floating_base(true);
+  status = create(floating, &response);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("floating_base needs a root link other than 'world'"),
             std::string::npos)
       << status.error_message();
   status = create(bundledRequest("later"), &response);

@@ -333,6 +333,36 @@ class StateStream:
         self._call.cancel()
 
 
+_INERTIA_POLICIES = {"as_given": session_pb2.INERTIA_POLICY_AS_GIVEN,
+                     "balance": session_pb2.INERTIA_POLICY_BALANCE,
+                     "strict": session_pb2.INERTIA_POLICY_STRICT}
+
+
+def _set_urdf_options(source: session_pb2.ModelSource, floating_base: bool,
+                      inertia: Optional[str], massless: Optional[str]) -> None:
+    """ModelSource's URDF options from their text forms (those of the CLI and the YAML wrapper)."""
+    source.floating_base = floating_base
+    if inertia is not None:
+        if inertia not in _INERTIA_POLICIES:
+            raise ValueError(f"inertia: {inertia!r}, expected one of {sorted(_INERTIA_POLICIES)}")
+        source.inertia = _INERTIA_POLICIES[inertia]
+    if massless is None or massless == "refuse":
+        return
+    if massless == "weld":
+        source.massless = session_pb2.MASSLESS_POLICY_WELD
+        return
+    armature = massless.removeprefix("armature=")
+    try:
+        value = float(armature) if armature != massless else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 1e6:
+        raise ValueError(f"massless: {massless!r}, expected 'refuse', 'weld' or "
+                         "'armature=<value>' with 0 < value <= 1e6 [kg·m² or kg]")
+    source.massless = session_pb2.MASSLESS_POLICY_ARMATURE
+    source.massless_armature = value
+
+
 class SimulationClient:
     """The Simulation service of one server (service.proto), as the C++ SimulationClient.
 
@@ -375,16 +405,19 @@ class SimulationClient:
                        substeps: int = 0, name: str = "",
                        idle_timeout_s: Optional[float] = None,
                        start: bool = False, urdf: Optional[str] = None,
-                       yaml: Optional[str] = None,
+                       yaml: Optional[str] = None, sdf: Optional[str] = None,
+                       mjcf: Optional[str] = None,
                        config: Optional[session_pb2.SessionConfig] = None,
                        drives: Sequence[session_pb2.JointDrive] = (),
                        actuators: Sequence[session_pb2.ActuatorModel] = (),
                        sensors: Optional[session_pb2.SensorsConfig] = None,
                        faults: Sequence[types_pb2.InjectedFault] = (),
                        fault_seed: Optional[int] = None,
-                       max_fault_delay: Optional[int] = None) -> CreatedSession:
-        """Creates a session on a model the server offers by name, or on a model text (`urdf`
-        or `yaml`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
+                       max_fault_delay: Optional[int] = None,
+                       floating_base: bool = False, inertia: Optional[str] = None,
+                       massless: Optional[str] = None) -> CreatedSession:
+        """Creates a session on a model the server offers by name, or on a model text (`urdf`,
+        `yaml`, `sdf` or `mjcf`, with `model` naming it in errors). `mode`: "realtime", "lockstep" or "free"
         (None: the server's default). Fields left 0 or None take the server's defaults;
         `config` gives any other SessionConfig field. `idle_timeout_s`: a lease (0: never).
         `drives`: the joints' command interfaces (hilsim.drive(...); none: efforts everywhere).
@@ -393,6 +426,9 @@ class SimulationClient:
         encoder resolution, noise, bias, delay, an IMU; docs/REALISM.md).
         `faults`: faults at set times (hilsim.fault(...)), drawing from `fault_seed`;
         `max_fault_delay`: the longest delay inject_fault may ask for [control cycles].
+        `floating_base`, `inertia` ("as_given", "balance", "strict") and `massless` ("refuse",
+        "weld", "armature=<kg·m²>"): how a URDF or SDFormat model is read, a text or one the
+        server has by name (docs/MODEL_FORMAT.md, "URDF subset").
         `start`: start it at once (a session that cannot start is closed again)."""
         request = service_pb2.CreateSessionRequest()
         if urdf is not None:
@@ -401,8 +437,15 @@ class SimulationClient:
         elif yaml is not None:
             request.model.yaml = yaml
             request.model.source_name = model
+        elif sdf is not None:
+            request.model.sdf = sdf
+            request.model.source_name = model
+        elif mjcf is not None:
+            request.model.mjcf = mjcf
+            request.model.source_name = model
         else:
             request.model.bundled_name = model
+        _set_urdf_options(request.model, floating_base, inertia, massless)
         if config is not None:
             request.config.CopyFrom(config)
         if mode is not None:

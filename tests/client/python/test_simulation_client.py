@@ -170,6 +170,65 @@ def test_a_model_text_is_sent_as_text(client):
     assert "broken.urdf" in broken.value.message
 
 
+FINGER_URDF = (
+    "<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent link='a'/>"
+    "<child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass value='1'/>"
+    "<inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+    "<joint name='f' type='continuous'><parent link='b'/><child link='c'/></joint>"
+    "<link name='c'/></robot>")
+
+
+def test_the_urdf_options_reach_texts_and_models_by_name(client):
+    for floating_base, nv in ((False, 12), (True, 18)):
+        created = client.create_session("solo12", floating_base=floating_base)
+        assert created.info.model.nv == nv
+        client.close_session(created.session_id)
+    with pytest.raises(hilsim.RpcError) as refused:
+        client.create_session("finger.urdf", urdf=FINGER_URDF)
+    assert "massless: weld" in refused.value.message
+    welded = client.create_session("finger.urdf", urdf=FINGER_URDF, massless="weld")
+    assert welded.info.model.nv == 1
+    assert "welded" in welded.info.model.warnings[0]
+    client.close_session(welded.session_id)
+    geared = client.create_session("finger.urdf", urdf=FINGER_URDF, massless="armature=0.01",
+                                   mode="lockstep", start=True)
+    assert geared.info.model.nv == 2
+    # the finger's only inertia is the armature: 1 N·m for one 1 ms step gives 0.1 rad/s
+    state = client.step(geared.session_id, [0.0, 1.0])
+    assert state.v[1] == pytest.approx(0.1, rel=1e-12)
+    client.close_session(geared.session_id)
+    for bad in ("armature=0", "armature=x", "glue"):
+        with pytest.raises(ValueError):
+            client.create_session("finger.urdf", urdf=FINGER_URDF, massless=bad)
+    with pytest.raises(hilsim.RpcError) as yaml_model:
+        client.create_session("pendulum", inertia="balance")
+    assert "YAML model" in yaml_model.value.message
+
+
+PENDULUM_SDF = (
+    "<sdf version='1.9'><model name='pendulum'><link name='rod'><inertial><pose>0 0 -0.5 0 0 0"
+    "</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy>"
+    "<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link><joint name='hinge' type='revolute'>"
+    "<parent>world</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint></model></sdf>")
+PENDULUM_MJCF = (
+    "<mujoco model='pendulum'><worldbody><body name='rod'><joint name='hinge' type='hinge' "
+    "axis='0 1 0'/><inertial pos='0 0 -0.5' mass='1' diaginertia='0.01 0.01 0.01'/></body>"
+    "</worldbody></mujoco>")
+
+
+def test_sdformat_and_mjcf_texts_run_alike(client):
+    config = hilsim.v1.session_pb2.SessionConfig(initial_q=[0.5])
+    finals = []
+    for keyword, text in (("sdf", PENDULUM_SDF), ("mjcf", PENDULUM_MJCF)):
+        created = client.create_session(f"pendulum.{keyword}", mode="lockstep", start=True,
+                                        config=config, **{keyword: text})
+        assert created.info.model.nv == 1
+        finals.append(client.step(created.session_id, [0.0], steps=100).q[0])
+        client.close_session(created.session_id)
+    assert finals[0] < 0.5
+    assert finals[0] == pytest.approx(finals[1], abs=1e-12)
+
+
 def _run_with_drops(client, seed):
     """200 lockstep steps of the pendulum under a seeded drop_commands; the final q and stats."""
     created = client.create_session(

@@ -134,9 +134,10 @@ Model rotatedRobotByHand(bool floating_base) {
 // Loading `xml` must throw a one-line ModelError naming bad.urdf (and a line, where the problem
 // has one) and containing every `part`. Returns the message.
 std::string expectUrdfError(const std::string& xml, std::initializer_list<std::string> parts,
-                            bool floating_base = false, const ModelLimits& limits = {}) {
+                            bool floating_base = false, const ModelLimits& limits = {},
+                            InertiaPolicy inertia = InertiaPolicy::kAsGiven) {
   try {
-    loadUrdfString(xml, floating_base, "bad.urdf", limits);
+    loadUrdfString(xml, UrdfOptions{floating_base, inertia}, "bad.urdf", limits);
     ADD_FAILURE() << "no error for:\n" << xml;
   } catch (const ModelError& e) {
     const std::string message = e.what();
@@ -411,15 +412,210 @@ TEST(UrdfLoaderErrors, NonPsdInertia) {
                   {"link 'b'", "positive semi-definite"});
 }
 
-TEST(UrdfLoaderErrors, TriangleInequalityViolation) {
+TEST(UrdfLoaderErrors, TriangleInequalityViolationUnderTheStrictPolicy) {
   expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
                         link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3)))),
-                  {"link 'b'", "triangle"});
+                  {"link 'b'", "triangle"}, false, {}, InertiaPolicy::kStrict);
   // a bad welded link is reported with the body it is welded to
   expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
                         link("b") + joint("w", "fixed", "b", "c") +
                         link("c", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3)))),
-                  {"link 'b' (with welded links 'c')", "triangle"});
+                  {"link 'b' (with welded links 'c')", "triangle"}, false, {},
+                  InertiaPolicy::kStrict);
+}
+
+// Vendor URDFs often give principal moments that break the triangle inequality by a few percent;
+// the dynamics are defined (positive definite): loaded as given with a warning naming the link,
+// or balanced (the two smaller moments raised by half the excess each) on request. A tensor that
+// is not positive semi-definite stays refused whatever the policy.
+// A root link with mass and no floating base: welded to the world, which a legged robot's
+// trunk must not be unnoticed; the warning names the link and the way to float it.
+TEST(UrdfLoader, AMassiveRootWeldedToTheWorldIsNamed) {
+  const std::string xml = robot(link("trunk", kGoodInertial) +
+                                joint("hip", "continuous", "trunk", "leg", "<axis xyz='0 1 0'/>") +
+                                link("leg", kGoodInertial));
+  const Model fixed = loadUrdfString(xml, UrdfOptions{}, "dog.urdf");
+  ASSERT_EQ(fixed.load_warnings.size(), 1u);
+  EXPECT_NE(fixed.load_warnings[0].find("dog.urdf:1: link 'trunk' ("), std::string::npos)
+      << fixed.load_warnings[0];
+  EXPECT_NE(fixed.load_warnings[0].find("is the root and is welded to the world: a fixed base; "
+                                        "a robot that moves its base needs floating_base"),
+            std::string::npos)
+      << fixed.load_warnings[0];
+  EXPECT_TRUE(loadUrdfString(xml, UrdfOptions{true, InertiaPolicy::kAsGiven}).load_warnings.empty());
+  // a massless root (a base frame), or a 'world' root: nothing to say
+  const std::string frame = robot(link("base") + joint("j", "continuous", "base", "leg",
+                                                       "<axis xyz='0 1 0'/>") +
+                                  link("leg", kGoodInertial));
+  EXPECT_TRUE(loadUrdfString(frame, UrdfOptions{}).load_warnings.empty());
+  // a massless base_link with the trunk welded to it (a1, b1): the composite is named
+  const std::string composite =
+      robot(link("base_link") + joint("base_to_trunk", "fixed", "base_link", "trunk") +
+            link("trunk", inertial("0 0 0", "0 0 0", 6.0, moments(0.1, 0.1, 0.1))) +
+            joint("hip", "continuous", "trunk", "leg", "<axis xyz='0 1 0'/>") +
+            link("leg", kGoodInertial));
+  const Model a1 = loadUrdfString(composite, UrdfOptions{}, "a1.urdf");
+  ASSERT_EQ(a1.load_warnings.size(), 1u);
+  EXPECT_NE(a1.load_warnings[0].find(
+                "link 'base_link' (6 kg with the links welded to it) is the root and is welded"),
+            std::string::npos)
+      << a1.load_warnings[0];
+}
+
+// q = 0 outside a joint's limit range, or a zero range: loaded as written, with a word on each.
+TEST(UrdfLoader, LimitsThatExcludeTheStartOrLockAJointAreNamed) {
+  const auto limited = [](const std::string& lower, const std::string& upper) {
+    return "<axis xyz='0 1 0'/><limit lower='" + lower + "' upper='" + upper +
+           "' effort='0' velocity='0'/>";
+  };
+  const std::string xml =
+      robot(link("base") + joint("a", "revolute", "base", "la", limited("0.1", "1")) +
+            link("la", kGoodInertial) + joint("b", "prismatic", "la", "lb", limited("-1", "-0.5")) +
+            link("lb", kGoodInertial) + joint("c", "revolute", "lb", "lc", limited("0", "0")) +
+            link("lc", kGoodInertial) + joint("d", "revolute", "lc", "ld", limited("-1", "1")) +
+            link("ld", kGoodInertial));
+  const Model m = loadUrdfString(xml, UrdfOptions{}, "exported.urdf");
+  ASSERT_EQ(m.load_warnings.size(), 2u);
+  EXPECT_NE(m.load_warnings[0].find("exported.urdf:1: joint 'c': <limit lower=\"0\" "
+                                    "upper=\"0\">: a zero range, which locks this revolute joint"),
+            std::string::npos)
+      << m.load_warnings[0];
+  EXPECT_NE(m.load_warnings[1].find("exported.urdf: q = 0, where a simulation starts unless told "
+                                    "otherwise, lies outside the limits of joint 'a' [0.1, 1], "
+                                    "joint 'b' [-1, -0.5]; the limit rows push them"),
+            std::string::npos)
+      << m.load_warnings[1];
+  // as written: the ranges are the file's
+  EXPECT_EQ(m.lower_limit[0], 0.1);
+  EXPECT_EQ(m.upper_limit[2], 0.0);
+}
+
+TEST(UrdfLoader, InertiaThatBreaksTheTriangleInequalityLoadsByPolicy) {
+  const std::string xml =
+      robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+            link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 3))));
+  const Model given = loadUrdfString(xml, UrdfOptions{}, "vendor.urdf");
+  ASSERT_EQ(given.load_warnings.size(), 1u);
+  EXPECT_NE(given.load_warnings[0].find("vendor.urdf:"), std::string::npos);
+  EXPECT_NE(given.load_warnings[0].find("link 'b'"), std::string::npos) << given.load_warnings[0];
+  EXPECT_NE(given.load_warnings[0].find("by 1 kg·m²; loaded as given"), std::string::npos)
+      << given.load_warnings[0];
+  EXPECT_EQ(given.inertias[1].inertia_com.diagonal(), Vector3(1, 1, 3));
+
+  const Model balanced =
+      loadUrdfString(xml, UrdfOptions{false, InertiaPolicy::kBalance}, "vendor.urdf");
+  ASSERT_EQ(balanced.load_warnings.size(), 1u);
+  EXPECT_NE(balanced.load_warnings[0].find("raised by 0.5 kg·m² each"), std::string::npos)
+      << balanced.load_warnings[0];
+  EXPECT_TRUE(balanced.inertias[1].inertia_com.isApprox(Vector3(1.5, 1.5, 3).asDiagonal().toDenseMatrix(), 1e-14));
+  EXPECT_EQ(balanced.inertias[1].validate(), "");
+
+  // a sound link: no warning under any policy
+  const std::string sound =
+      robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+            link("b", kGoodInertial));
+  for (const InertiaPolicy policy :
+       {InertiaPolicy::kAsGiven, InertiaPolicy::kBalance, InertiaPolicy::kStrict}) {
+    EXPECT_TRUE(loadUrdfString(sound, UrdfOptions{false, policy}).load_warnings.empty())
+        << inertiaPolicyName(policy);
+  }
+  expectUrdfError(robot(link("a") + joint("j", "continuous", "a", "b", "<axis xyz='0 0 1'/>") +
+                        link("b", inertial("0 0 0", "0 0 0", 1.0, moments(1, 1, 1, 2, 0, 0)))),
+                  {"link 'b'", "positive semi-definite"}, false, {}, InertiaPolicy::kBalance);
+}
+
+
+// A gripper: a hand on a wrist, two fingers on prismatic joints without <inertial>, one with a
+// massless tip welded to it.
+std::string gripperUrdf() {
+  const std::string slide = "<axis xyz='1 0 0'/><limit lower='0' upper='0.04' effort='10' "
+                            "velocity='1'/>";
+  return robot(link("palm") + joint("wrist", "continuous", "palm", "hand", "<axis xyz='0 0 1'/>") +
+               link("hand", kGoodInertial) + joint("left_joint", "prismatic", "hand", "left", slide) +
+               link("left") + joint("right_joint", "prismatic", "hand", "right", slide) +
+               link("right") + joint("right_tip_joint", "fixed", "right", "right_tip") +
+               link("right_tip"));
+}
+
+TEST(UrdfLoader, MasslessFingersAreRefusedWeldedOrGivenArmatureByPolicy) {
+  const std::string xml = gripperUrdf();
+  // one of the two fingers is named (whichever dominates the undetermined directions)
+  expectUrdfError(xml, {"_joint': massless body '", "without inertia", "massless: weld",
+                        "massless: armature=<kg·m²>"});
+
+  UrdfOptions weld;
+  weld.massless = MasslessPolicy::kWeld;
+  const Model welded = loadUrdfString(xml, weld, "gripper.urdf");
+  EXPECT_EQ(welded.nv, 1);
+  ASSERT_EQ(welded.load_warnings.size(), 2u);
+  EXPECT_NE(welded.load_warnings[0].find("gripper.urdf:1: joint 'left_joint' (prismatic) welded"),
+            std::string::npos)
+      << welded.load_warnings[0];
+  EXPECT_NE(welded.load_warnings[1].find("joint 'right_joint'"), std::string::npos);
+  // the finger links stay frames, on the hand
+  for (const char* frame : {"left", "right", "right_tip"}) {
+    ASSERT_GE(welded.frameIndex(frame), 0) << frame;
+    EXPECT_EQ(welded.frames[welded.frameIndex(frame)].body, 1) << frame;
+  }
+
+  UrdfOptions armature;
+  ASSERT_EQ(parseMasslessPolicy("armature=0.002", armature), "");
+  const Model geared = loadUrdfString(xml, armature, "gripper.urdf");
+  ASSERT_EQ(geared.nv, 3);
+  ASSERT_EQ(geared.load_warnings.size(), 2u);
+  EXPECT_NE(geared.load_warnings[0].find("gripper.urdf:1: joint 'left_joint': massless body"),
+            std::string::npos)
+      << geared.load_warnings[0];
+  EXPECT_NE(geared.load_warnings[0].find("armature 0.002 added"), std::string::npos);
+  EXPECT_EQ(geared.armature[0], 0.0);
+  EXPECT_EQ(geared.armature[1], 0.002);
+  EXPECT_EQ(geared.armature[2], 0.002);
+  EXPECT_EQ(geared.nalgebraic, 0);
+  // a massless finger's only inertia is its armature: M is diag(I_zz of the hand, a, a)
+  Data data(geared);
+  Eigen::VectorXd q = geared.neutralConfiguration();
+  q(0) = 0.7;
+  Eigen::MatrixXd expected = Eigen::MatrixXd::Zero(3, 3);
+  expected.diagonal() << 0.01, 0.002, 0.002;
+  EXPECT_LE(relativeDifference(crba(geared, data, q), expected), kAlgebraTol);
+}
+
+// A massless neck carrying a point-mass head whose centre lies on the neck's yaw axis at the
+// neutral pose: the yaw has no inertia there and some elsewhere. The armature loads it.
+TEST(UrdfLoader, ANeckWhoseInertiaChangesRankLoadsWithArmature) {
+  const std::string xml = robot(
+      link("torso", kGoodInertial) +
+      joint("neck_yaw", "continuous", "torso", "neck", "<axis xyz='0 0 1'/>") + link("neck") +
+      joint("neck_pitch", "continuous", "neck", "head",
+            "<origin xyz='0 0 0.1'/><axis xyz='0 1 0'/>") +
+      link("head", inertial("0 0 0.2", "0 0 0", 1.0, moments(0, 0, 0))));
+  expectUrdfError(xml, {"joint 'neck_yaw'", "rank", "massless: armature"});
+  UrdfOptions options;
+  ASSERT_EQ(parseMasslessPolicy("armature=1e-4", options), "");
+  const Model model = loadUrdfString(xml, options, "head.urdf");
+  EXPECT_EQ(model.nalgebraic, 0);
+  // the warnings: the root welded to the world, then the neck's armature
+  ASSERT_EQ(model.load_warnings.size(), 2u);
+  EXPECT_NE(model.load_warnings[1].find("joint 'neck_yaw'"), std::string::npos)
+      << model.load_warnings[1];
+  EXPECT_EQ(model.armature[0], 1e-4);
+  EXPECT_EQ(model.armature[1], 0.0);
+}
+
+TEST(UrdfLoader, MasslessPolicyTextIsChecked) {
+  UrdfOptions options;
+  EXPECT_EQ(parseMasslessPolicy("weld", options), "");
+  EXPECT_EQ(options.massless, MasslessPolicy::kWeld);
+  EXPECT_EQ(parseMasslessPolicy("refuse", options), "");
+  EXPECT_EQ(options.massless, MasslessPolicy::kRefuse);
+  for (const char* bad : {"", "armature", "armature=", "armature=0", "armature=-1",
+                          "armature=1e7", "armature=nan", "armature=1x", "Weld"}) {
+    const std::string why = parseMasslessPolicy(bad, options);
+    EXPECT_NE(why.find("refuse, weld, or armature=<value>"), std::string::npos) << bad;
+    EXPECT_EQ(options.massless, MasslessPolicy::kRefuse) << bad;
+  }
+  EXPECT_NE(parseInertiaPolicy("balanced", options).find("as_given, balance or strict"),
+            std::string::npos);
 }
 
 TEST(UrdfLoaderErrors, UnknownParent) {

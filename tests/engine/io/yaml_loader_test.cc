@@ -250,6 +250,49 @@ TEST(YamlLoader, YamlAndUrdfOfTheSameRobotHaveTheSameDynamics) {
   }
 }
 
+// The wrapper names the URDF inertia policy (docs/MODEL_FORMAT.md): a vendor link whose moments
+// break the triangle inequality loads as given by default, balanced or refused on request.
+TEST(YamlLoader, UrdfWrapperTakesTheInertiaPolicy) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "hilsim_yaml_inertia_policy";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "vendor.urdf")
+      << "<robot name='vendor'><link name='a'/><joint name='j' type='continuous'><parent "
+         "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass "
+         "value='1'/><inertia ixx='1' iyy='1' izz='3' ixy='0' ixz='0' iyz='0'/></inertial>"
+         "</link></robot>\n";
+  const Model given = loadYamlString("urdf: vendor.urdf\n", dir.string());
+  ASSERT_EQ(given.load_warnings.size(), 1u);
+  EXPECT_EQ(given.inertias[1].inertia_com(0, 0), 1.0);
+  const Model balanced = loadYamlString("urdf: vendor.urdf\ninertia: balance\n", dir.string());
+  EXPECT_EQ(balanced.inertias[1].inertia_com(0, 0), 1.5);
+  expectYamlError("urdf: vendor.urdf\ninertia: strict\n", {"urdf: ", "triangle"}, dir.string());
+  expectYamlError("urdf: vendor.urdf\ninertia: loose\n",
+                  {"inertia: 'loose': as_given, balance or strict"}, dir.string());
+  expectYamlError(oneBody() + "inertia: balance\n", {"inertia: only applies to a 'urdf' wrapper"});
+}
+
+// ... and the massless policy: a finger without <inertial> is refused, welded, or geared.
+TEST(YamlLoader, UrdfWrapperTakesTheMasslessPolicy) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "hilsim_yaml_massless_policy";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "finger.urdf")
+      << "<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent "
+         "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass "
+         "value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial>"
+         "</link><joint name='f' type='continuous'><parent link='b'/><child link='c'/></joint>"
+         "<link name='c'/></robot>\n";
+  expectYamlError("urdf: finger.urdf\n", {"urdf: ", "joint 'f'", "massless: weld"}, dir.string());
+  EXPECT_EQ(loadYamlString("urdf: finger.urdf\nmassless: weld\n", dir.string()).nv, 1);
+  const Model geared = loadYamlString("urdf: finger.urdf\nmassless: armature=0.5\n", dir.string());
+  ASSERT_EQ(geared.nv, 2);
+  EXPECT_EQ(geared.armature[1], 0.5);
+  expectYamlError("urdf: finger.urdf\nmassless: armature=-1\n",
+                  {"massless: 'armature=-1': refuse, weld, or armature=<value>"}, dir.string());
+  expectYamlError(oneBody() + "massless: weld\n", {"massless: only applies to a 'urdf' wrapper"});
+}
+
 TEST(YamlLoader, UrdfWrapper) {
   const Model arm = loadYamlString(
       "urdf: iiwa14.urdf\nfloating_base: true\ngravity: [0, 0, -1.62]\nname: moon_arm\n",
