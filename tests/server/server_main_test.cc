@@ -58,6 +58,9 @@ class ServerMainTest : public ::testing::Test {
   Process launch(const fs::path& config) {
     Process p;
     p.log = dir_ / "server.log";
+    // a log left by the server before must not answer waitForLog for this one (a slow start,
+    // under TSan, was then signalled before it had blocked its signals)
+    fs::remove(p.log);
     p.pid = ::fork();
     if (p.pid == 0) {
       std::FILE* out = std::freopen(p.log.c_str(), "w", stderr);
