@@ -241,6 +241,11 @@ class SdfReader {
       const tinyxml2::XMLElement* e = stack.back();
       stack.pop_back();
       if (std::string_view(e->Name()) == "include") checkInclude(*e);
+      // libsdformat prints this error to std::cerr itself (found by fuzzing): refused first
+      if (const char* name = e->Attribute("name");
+          name != nullptr && std::string_view(name).find("::") != std::string_view::npos)
+        failAt(e->GetLineNum(), "<" + printable(e->Name()) + " name='" + printable(name) +
+                                    "'>: '::' is SDFormat's scope delimiter, not part of a name");
       for (const tinyxml2::XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement())
         stack.push_back(c);
     }

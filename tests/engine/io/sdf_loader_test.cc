@@ -500,6 +500,9 @@ TEST(SdfLoaderErrors, EachNamesTheSourceAndTheElement) {
   expect("<sdf version='1.9'><model name='m'>", "bad.sdf:1: malformed XML");
   expect("<robot name='r'><link name='a'/></robot>", "bad.sdf:1: a <robot> element");
   expect("<sdf version='1.9'/><x/>", "the document must be one <sdf> element");
+  // libsdformat would print this one to stderr itself: refused before it parses
+  expect("<sdf version='1.9'><model name='m'><link name='a::b'/></model></sdf>",
+         "bad.sdf:1: <link name='a::b'>: '::' is SDFormat's scope delimiter");
   expect(sdfModel(linkXml("a") + linkXml("b") +
                   jointXml("s", "screw", "a", "b", "<axis><xyz>0 0 1</xyz></axis>")),
          "bad.sdf:6: joint 's': unsupported joint type 'screw'");
