@@ -431,17 +431,11 @@ class SimulationClient:
         server has by name (docs/MODEL_FORMAT.md, "URDF subset").
         `start`: start it at once (a session that cannot start is closed again)."""
         request = service_pb2.CreateSessionRequest()
-        if urdf is not None:
-            request.model.urdf = urdf
-            request.model.source_name = model
-        elif yaml is not None:
-            request.model.yaml = yaml
-            request.model.source_name = model
-        elif sdf is not None:
-            request.model.sdf = sdf
-            request.model.source_name = model
-        elif mjcf is not None:
-            request.model.mjcf = mjcf
+        # a model text (the first given), named by `model` in errors; else a name
+        texts = {"urdf": urdf, "yaml": yaml, "sdf": sdf, "mjcf": mjcf}
+        given = next((field for field, text in texts.items() if text is not None), None)
+        if given is not None:
+            setattr(request.model, given, texts[given])
             request.model.source_name = model
         else:
             request.model.bundled_name = model

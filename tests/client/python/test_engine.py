@@ -13,6 +13,8 @@ import subprocess
 import numpy as np
 import pytest
 
+from model_texts import FINGER_URDF, PENDULUM_MJCF, PENDULUM_SDF
+
 engine = pytest.importorskip("hilsim.engine", reason="hilsim.engine not built (pybind11-dev?)")
 
 # Relative agreement of two exact formulations, or of forward and inverse dynamics: the engine's
@@ -426,17 +428,6 @@ def test_model_errors_carry_the_loaders_message():
         engine.load_model_string("version: 1", format="yaml", floating_base=True)
 
 
-PENDULUM_SDF = (
-    "<sdf version='1.9'><model name='pendulum'><link name='rod'><inertial><pose>0 0 -0.5 0 0 0"
-    "</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy>"
-    "<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link><joint name='hinge' type='revolute'>"
-    "<parent>world</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint></model></sdf>")
-PENDULUM_MJCF = (
-    "<mujoco model='pendulum'><worldbody><body name='rod'><joint name='hinge' type='hinge' "
-    "axis='0 1 0'/><inertial pos='0 0 -0.5' mass='1' diaginertia='0.01 0.01 0.01'/></body>"
-    "</worldbody></mujoco>")
-
-
 def test_sdformat_and_mjcf_texts_give_the_same_pendulum():
     sdf = engine.load_model_string(PENDULUM_SDF, format="sdf")
     mjcf = engine.load_model_string(PENDULUM_MJCF, format="mjcf")
@@ -445,12 +436,7 @@ def test_sdformat_and_mjcf_texts_give_the_same_pendulum():
     for model in (sdf, mjcf):
         assert engine.crba(model, q)[0, 0] == pytest.approx(0.26, rel=1e-14)
         assert engine.gravity(model, q)[0] == pytest.approx(9.81 * 0.5 * np.sin(0.5), rel=1e-14)
-    finger = ("<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent "
-              "link='a'/><child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial>"
-              "<mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/>"
-              "</inertial></link><joint name='f' type='continuous'><parent link='b'/><child "
-              "link='c'/></joint><link name='c'/></robot>")
     with pytest.raises(engine.ModelError, match="massless: weld"):
-        engine.load_model_string(finger)
-    assert engine.load_model_string(finger, massless="weld").nv == 1
-    assert engine.load_model_string(finger, massless="armature=0.5").nv == 2
+        engine.load_model_string(FINGER_URDF)
+    assert engine.load_model_string(FINGER_URDF, massless="weld").nv == 1
+    assert engine.load_model_string(FINGER_URDF, massless="armature=0.5").nv == 2

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import hilsim
+from model_texts import FINGER_URDF, PENDULUM_MJCF, PENDULUM_SDF
 
 
 @pytest.fixture
@@ -170,14 +171,6 @@ def test_a_model_text_is_sent_as_text(client):
     assert "broken.urdf" in broken.value.message
 
 
-FINGER_URDF = (
-    "<robot name='finger'><link name='a'/><joint name='j' type='continuous'><parent link='a'/>"
-    "<child link='b'/><axis xyz='0 0 1'/></joint><link name='b'><inertial><mass value='1'/>"
-    "<inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
-    "<joint name='f' type='continuous'><parent link='b'/><child link='c'/></joint>"
-    "<link name='c'/></robot>")
-
-
 def test_the_urdf_options_reach_texts_and_models_by_name(client):
     for floating_base, nv in ((False, 12), (True, 18)):
         created = client.create_session("solo12", floating_base=floating_base)
@@ -203,18 +196,6 @@ def test_the_urdf_options_reach_texts_and_models_by_name(client):
     with pytest.raises(hilsim.RpcError) as yaml_model:
         client.create_session("pendulum", inertia="balance")
     assert "YAML model" in yaml_model.value.message
-
-
-PENDULUM_SDF = (
-    "<sdf version='1.9'><model name='pendulum'><link name='rod'><inertial><pose>0 0 -0.5 0 0 0"
-    "</pose><mass>1</mass><inertia><ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy>"
-    "<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link><joint name='hinge' type='revolute'>"
-    "<parent>world</parent><child>rod</child><axis><xyz>0 1 0</xyz></axis></joint></model></sdf>")
-PENDULUM_MJCF = (
-    "<mujoco model='pendulum'><worldbody><body name='rod'><joint name='hinge' type='hinge' "
-    "axis='0 1 0'/><inertial pos='0 0 -0.5' mass='1' diaginertia='0.01 0.01 0.01'/></body>"
-    "</worldbody></mujoco>")
-
 
 def test_sdformat_and_mjcf_texts_run_alike(client):
     config = hilsim.v1.session_pb2.SessionConfig(initial_q=[0.5])
