@@ -358,12 +358,15 @@ TEST_F(IsolationTest, SlowAndIdleConnectionsDoNotHoldTheMetrics) {
     }
     for (const int fd : slow) ::close(fd);
   });
+  double slowest = 0.0;
   for (int k = 0; k < 5; ++k) {
     const HttpAnswer scrape = http(port, "GET", "/metrics", "", 3000ms);
     EXPECT_EQ(scrape.status(), 200) << scrape.text.substr(0, 200);
     EXPECT_LT(scrape.seconds, 1.5) << "scrape " << k;
+    slowest = std::max(slowest, scrape.seconds);
     std::this_thread::sleep_for(300ms);
   }
+  std::cout << "slowest scrape beside idle and slow connections: " << slowest * 1e3 << " ms\n";
   stop = true;
   trickle.join();
   // the idle ones were closed by the server after its request timeout
@@ -387,13 +390,17 @@ TEST_F(IsolationTest, IdleConnectionsDoNotStarveTheViewer) {
   });
   std::this_thread::sleep_for(500ms);
   int answered = 0;
+  double slowest = 0.0;
   for (int k = 0; k < 8; ++k) {
     const HttpAnswer listed = http(port, "GET", "/api/sessions", "", 5000ms);
     if (listed.status() == 200 && listed.seconds < 2.0) ++answered;
+    slowest = std::max(slowest, listed.seconds);
     std::this_thread::sleep_for(250ms);
   }
   stop = true;
   flood.join();
+  std::cout << "slowest /api/sessions beside " << idle.size() << " idle connections: "
+            << slowest * 1e3 << " ms\n";
   EXPECT_GT(idle.size(), 80u) << "the flood ran";
   EXPECT_EQ(answered, 8);
   for (const int fd : idle) ::close(fd);
@@ -426,6 +433,9 @@ TEST_F(IsolationTest, StartingSessionsDoesNotDisturbARunningOne) {
       close.set_session_id(other.session().session_id());
       v1::CloseSessionResponse closed;
       EXPECT_TRUE(stub_->CloseSession(as(other.owner_secret()).get(), close, &closed).ok());
+      // paced, so that the loop's own CPU stays small beside the running session: what is
+      // measured is what a start does to it, not two cores shared by three busy threads
+      std::this_thread::sleep_for(10ms);
     }
     EXPECT_EQ(rt::mlockallCalls(), calls_before) << "memory was locked at the server's start";
     const v1::SessionStats s = stats(id);
@@ -440,7 +450,7 @@ TEST_F(IsolationTest, StartingSessionsDoesNotDisturbARunningOne) {
   const v1::SessionStats churned = run("churned", true);
   if (kSanitized) GTEST_SKIP() << "wake-up figures mean nothing under a sanitizer";
   // The bound: the quiet run's p99 three times over plus 1 ms. A stall like mlockall's (tens of
-  // ms, on every start) lands in the top percent of a 1.5 s run at 1 kHz with ~40 starts; the
+  // ms, on every start) lands in the top percent of a 1.5 s run at 1 kHz with ~100 starts; the
   // loop's own CPU (creating, starting, closing sessions on the machine's other core) does not
   // reach it on an idle two-core machine (measured: docs/SERVER.md, "Isolation between clients").
   const double quiet_p99 = quiet.timing().wakeup_latency().p99_ns() * 1e-6;
