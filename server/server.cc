@@ -25,6 +25,8 @@ namespace hilsim::server {
 
 namespace {
 
+constexpr int kMaxConnectionIdleMs = 5 * 60 * 1000;  // gRPC's default: never
+
 std::string readFile(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(std::string("cannot read the ") + what + " '" + path + "'");
@@ -137,6 +139,9 @@ void Server::start() {
   // and memory: closed after limits.handshake_timeout_s (gRPC's default is 120 s).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
                              static_cast<int>(s.config.handshake_timeout_s * 1000.0));
+  // A connection without a call for this long is closed (a client's channel reconnects by
+  // itself at its next call): idle connections do not pile up either.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kMaxConnectionIdleMs);
   // Room for a CreateSession of limits.max_model_text_bytes (gRPC refuses a message above 4 MiB
   // by default); every other request is far smaller, and its fields are bounded on their own.
   builder.SetMaxReceiveMessageSize(static_cast<int>(
