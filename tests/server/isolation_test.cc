@@ -301,7 +301,7 @@ TEST_F(IsolationTest, QueuedWorkIsDroppedWhenItsCallerGoes) {
   // about 0.6 s of work: within the request's budget, far beyond the call's 100 ms deadline
   const auto steps = static_cast<std::uint32_t>(
       std::min<double>(kDefaultMaxStepCycles, 0.6 / session.cpuSeconds(1)));
-  ASSERT_GT(steps, 100u);
+  ASSERT_GT(steps, 20u);  // fewer under ThreadSanitizer, whose cycles cost more
   v1::State state;
   grpc::Status status = stub_->Step(as(owner, 100ms).get(), zeroTorques(id, 1, steps), &state);
   EXPECT_EQ(status.error_code(), StatusCode::DEADLINE_EXCEEDED) << status.error_message();
