@@ -56,6 +56,10 @@ ServerConfig testConfig() {
   // the tests below act as the operator, who may drive every session (the isolation between
   // clients has its own tests, which call without it)
   config.operator_secret = kOperatorSecret;
+  // The CPU budgets of lockstep requests have their own suite (isolation_test); here a humanoid's
+  // 200 cycles must pass in a sanitizer build too, whose cycles cost ten times more.
+  config.max_request_cpu_s = 60.0;
+  config.max_queued_cpu_s = 120.0;
   return config;
 }
 
@@ -1701,6 +1705,9 @@ TEST_F(ServerTest, SharedWorkersRunSessionsPlaceThemAndRefuseWhatWouldOverloadTh
   ServerConfig config = testConfig();
   config.workers.count = 2;
   config.workers.lock_memory = false;
+  // placement here, the bound below: the arm at 4 kHz takes about 80 % of a core under
+  // ThreadSanitizer, at the default bound
+  config.workers.max_utilisation = 1.0;
   config.metrics_enabled = true;
   config.metrics_port = 0;
   startServer(config);
