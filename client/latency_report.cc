@@ -110,8 +110,8 @@ std::string jsonDouble(double value) {
 
 std::uint64_t rejectedTotal(const v1::TransportStats& t) {
   return t.oversize() + t.malformed() + t.unknown_session() + t.unauthenticated() + t.replayed() +
-         t.stale() + t.duplicate() + t.wrong_size() + t.non_finite() + t.too_many_steps() + t.inactive() +
-         t.dropped();
+         t.stale() + t.duplicate() + t.wrong_size() + t.non_finite() + t.too_many_steps() + t.too_costly() +
+         t.inactive() + t.dropped() + t.over_budget();
 }
 
 /// "stale 3, wrong_size 1" for the non-zero rejection counters, or "none".
@@ -122,8 +122,9 @@ std::string rejectedDetail(const v1::TransportStats& t) {
       {"replayed", t.replayed()},       {"stale", t.stale()},
       {"duplicate", t.duplicate()},
       {"wrong_size", t.wrong_size()},   {"non_finite", t.non_finite()},
-      {"too_many_steps", t.too_many_steps()},
-      {"inactive", t.inactive()},       {"dropped", t.dropped()}};
+      {"too_many_steps", t.too_many_steps()}, {"too_costly", t.too_costly()},
+      {"inactive", t.inactive()},       {"dropped", t.dropped()},
+      {"over_budget", t.over_budget()}};
   std::string out;
   for (const auto& [name, count] : counters) {
     if (count == 0) continue;

@@ -100,14 +100,31 @@ bool SimulationClient::waitForConnected(std::chrono::milliseconds timeout) {
   return channel_->WaitForConnected(std::chrono::system_clock::now() + timeout);
 }
 
-void SimulationClient::prepareStream(grpc::ClientContext& context) const {
+void SimulationClient::prepareStream(grpc::ClientContext& context,
+                                     std::uint64_t session_id) const {
   if (!options_.access_token.empty()) {
     context.AddMetadata("authorization", "Bearer " + options_.access_token);
   }
+  if (session_id != 0) {
+    if (const std::string secret = ownerSecret(session_id); !secret.empty()) {
+      context.AddMetadata("hilsim-owner", secret);
+    }
+  }
 }
 
-void SimulationClient::prepare(grpc::ClientContext& context) const {
-  prepareStream(context);
+std::string SimulationClient::ownerSecret(std::uint64_t session_id) const {
+  std::lock_guard lock(secrets_mutex_);
+  const auto it = owner_secrets_.find(session_id);
+  return it != owner_secrets_.end() ? it->second : options_.owner_secret;
+}
+
+void SimulationClient::setOwnerSecret(std::uint64_t session_id, std::string secret) {
+  std::lock_guard lock(secrets_mutex_);
+  owner_secrets_[session_id] = std::move(secret);
+}
+
+void SimulationClient::prepare(grpc::ClientContext& context, std::uint64_t session_id) const {
+  prepareStream(context, session_id);
   context.set_deadline(std::chrono::system_clock::now() + options_.deadline);
 }
 
@@ -117,7 +134,11 @@ v1::ListModelsResponse SimulationClient::listModels() {
 
 v1::CreateSessionResponse SimulationClient::createSession(
     const v1::CreateSessionRequest& request) {
-  return call("CreateSession", &Stub::CreateSession, request);
+  v1::CreateSessionResponse response = call("CreateSession", &Stub::CreateSession, request);
+  if (!response.owner_secret().empty()) {
+    setOwnerSecret(response.session().session_id(), response.owner_secret());
+  }
+  return response;
 }
 
 v1::CreateSessionResponse SimulationClient::createSession(const std::string& bundled_model,
@@ -129,19 +150,19 @@ v1::CreateSessionResponse SimulationClient::createSession(const std::string& bun
 }
 
 v1::SessionInfo SimulationClient::startSession(std::uint64_t session_id) {
-  return call("StartSession", &Stub::StartSession, sessionRequest(session_id));
+  return call("StartSession", &Stub::StartSession, sessionRequest(session_id), session_id);
 }
 
 v1::SessionInfo SimulationClient::pauseSession(std::uint64_t session_id) {
-  return call("PauseSession", &Stub::PauseSession, sessionRequest(session_id));
+  return call("PauseSession", &Stub::PauseSession, sessionRequest(session_id), session_id);
 }
 
 v1::SessionInfo SimulationClient::stopSession(std::uint64_t session_id) {
-  return call("StopSession", &Stub::StopSession, sessionRequest(session_id));
+  return call("StopSession", &Stub::StopSession, sessionRequest(session_id), session_id);
 }
 
 v1::SessionInfo SimulationClient::resetSession(const v1::ResetSessionRequest& request) {
-  return call("ResetSession", &Stub::ResetSession, request);
+  return call("ResetSession", &Stub::ResetSession, request, request.session_id());
 }
 
 v1::SessionInfo SimulationClient::resetSession(std::uint64_t session_id) {
@@ -151,7 +172,7 @@ v1::SessionInfo SimulationClient::resetSession(std::uint64_t session_id) {
 }
 
 v1::CloseSessionResponse SimulationClient::closeSession(std::uint64_t session_id) {
-  return call("CloseSession", &Stub::CloseSession, sessionRequest(session_id));
+  return call("CloseSession", &Stub::CloseSession, sessionRequest(session_id), session_id);
 }
 
 v1::SessionInfo SimulationClient::getSession(std::uint64_t session_id) {
@@ -171,23 +192,23 @@ v1::InjectedFault SimulationClient::injectFault(std::uint64_t session_id,
   v1::InjectFaultRequest request;
   request.set_session_id(session_id);
   *request.mutable_fault() = fault;
-  return call("InjectFault", &Stub::InjectFault, request);
+  return call("InjectFault", &Stub::InjectFault, request, session_id);
 }
 
 void SimulationClient::clearFaults(std::uint64_t session_id, std::uint32_t id) {
   v1::ClearFaultsRequest request;
   request.set_session_id(session_id);
   request.set_id(id);
-  call("ClearFaults", &Stub::ClearFaults, request);
+  call("ClearFaults", &Stub::ClearFaults, request, session_id);
 }
 
 v1::State SimulationClient::step(const v1::Command& command) {
-  return call("Step", &Stub::Step, command);
+  return call("Step", &Stub::Step, command, command.session_id());
 }
 
 std::unique_ptr<ControlStream> SimulationClient::openControl(std::uint64_t session_id) {
   auto context = std::make_unique<grpc::ClientContext>();
-  prepareStream(*context);
+  prepareStream(*context, session_id);
   auto stream = stub_->Control(context.get());
   return std::make_unique<ControlStream>(std::move(context), std::move(stream), session_id);
 }

@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -56,6 +58,11 @@ struct ClientOptions {
   std::string tls_server_name;
   /// Deadline of every unary call (streams have none: they last as long as the caller wants).
   std::chrono::milliseconds deadline{5000};
+  /// Sent as the metadata `hilsim-owner` on the calls that change a session when this client
+  /// did not create it (the sessions it creates use the secret CreateSession returned): another
+  /// process's owner secret, or the server's operator secret (docs/SERVER.md, "Isolation between
+  /// clients").
+  std::string owner_secret;
 };
 
 class ControlStream;
@@ -99,6 +106,12 @@ class SimulationClient {
   /// LOCKSTEP: `steps` cycles with `command`'s torques (see service.proto); the State after them.
   v1::State step(const v1::Command& command);
 
+  /// The owner secret this client sends for `session_id`: the one CreateSession returned to it,
+  /// one set with setOwnerSecret, else options().owner_secret.
+  std::string ownerSecret(std::uint64_t session_id) const;
+  /// Drives `session_id` with `secret` from now on (a session another process created).
+  void setOwnerSecret(std::uint64_t session_id, std::string secret);
+
   /// Opens a Control stream to `session_id` (nothing is sent until the first sync or send).
   std::unique_ptr<ControlStream> openControl(std::uint64_t session_id);
   /// Opens a StreamStates feed: every `decimation`-th cycle's State (0 or 1: every cycle).
@@ -106,19 +119,21 @@ class SimulationClient {
                                             std::uint32_t decimation = 1);
 
  private:
-  /// Sets the deadline and metadata of a unary call.
-  void prepare(grpc::ClientContext& context) const;
-  /// Sets the metadata of a streaming call (no deadline).
-  void prepareStream(grpc::ClientContext& context) const;
+  /// Sets the deadline and metadata of a unary call; with `session_id`, the owner secret of that
+  /// session too (a call that changes it).
+  void prepare(grpc::ClientContext& context, std::uint64_t session_id = 0) const;
+  /// Sets the metadata of a streaming call (no deadline), as prepare.
+  void prepareStream(grpc::ClientContext& context, std::uint64_t session_id = 0) const;
 
   using Stub = v1::Simulation::Stub;
   /// One unary call with deadline and token; RpcError naming `rpc` on a non-OK status.
+  /// `owned_session`: the session the call changes (its owner secret is sent), 0 for none.
   template <typename Request, typename Response>
   Response call(const char* rpc,
                 grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
-                const std::type_identity_t<Request>& request) {
+                const std::type_identity_t<Request>& request, std::uint64_t owned_session = 0) {
     grpc::ClientContext context;
-    prepare(context);
+    prepare(context, owned_session);
     Response response;
     const grpc::Status status = (stub_.get()->*method)(&context, request, &response);
     if (!status.ok()) throw RpcError(rpc, status);
@@ -129,6 +144,8 @@ class SimulationClient {
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
+  mutable std::mutex secrets_mutex_;
+  std::map<std::uint64_t, std::string> owner_secrets_;  // of the sessions this client created
 };
 
 /// The controller's channel (rpc Control): Commands out, States in, for one session. Sequence

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -220,7 +221,29 @@ __attribute__((noinline)) void touchStack(std::size_t bytes, std::size_t page_si
 
 }  // namespace
 
+namespace {
+// mlockall is process-wide and, with MCL_CURRENT, walks every mapping (tens of milliseconds in a
+// large server, stalling the other threads' page faults): done once, then only reported.
+std::mutex lock_memory_mutex;
+std::optional<SetupResult> memory_locked;  // the successful call's outcome
+std::atomic<int> mlockall_calls{0};
+SetupResult lockMemoryOnce();
+}  // namespace
+
+int mlockallCalls() { return mlockall_calls.load(std::memory_order_relaxed); }
+
 SetupResult lockMemory() {
+  const std::lock_guard lock(lock_memory_mutex);
+  if (memory_locked) {
+    return {true, "already locked for the whole process: " + memory_locked->detail};
+  }
+  SetupResult result = lockMemoryOnce();
+  if (result.ok) memory_locked = result;
+  return result;
+}
+
+namespace {
+SetupResult lockMemoryOnce() {
   if (!kSanitizerName.empty()) {
     return {false, fmt::format("mlockall(MCL_CURRENT | MCL_FUTURE) not attempted: built with {}, "
                                "whose terabytes of reserved shadow memory cannot be locked",
@@ -247,6 +270,7 @@ SetupResult lockMemory() {
   // (locking them whole took over a gigabyte for a server of many sessions). The RT paths touch
   // their memory before their first cycle (the stack pre-fault, buffers written when built).
   bool on_fault = true;
+  mlockall_calls.fetch_add(1, std::memory_order_relaxed);
   int locked = mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
   if (locked != 0 && errno == EINVAL) {
     on_fault = false;  // a kernel without MCL_ONFAULT
@@ -267,6 +291,7 @@ SetupResult lockMemory() {
   }
   return {true, std::move(detail)};
 }
+}  // namespace
 
 SetupResult prefaultStack(std::size_t bytes) {
   if (bytes == 0) return {true, "nothing to pre-fault (0 bytes requested)"};

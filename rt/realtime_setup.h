@@ -28,7 +28,11 @@ struct SetupResult {
 /// than 1 GiB above what the process maps now (VmSize): with MCL_FUTURE every later thread stack,
 /// malloc arena and stack growth must fit under the limit, and stack growth that does not is a
 /// SIGSEGV. Not attempted either in AddressSanitizer/ThreadSanitizer builds (terabytes of shadow).
+/// Called once per process: after a success it only reports that memory is locked (a session
+/// starting later costs the running ones nothing); a refusal is tried again by the next caller.
 SetupResult lockMemory();
+/// How many times this process called mlockall (tests of the above).
+int mlockallCalls();
 
 /// Writes to `bytes` of the calling thread's stack below the caller's frame, so that later growth
 /// of the stack (down to that depth) does not page-fault. With lockMemory() the pages then stay

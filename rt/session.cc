@@ -13,8 +13,11 @@ Session::Session(SessionConfig config, EventLogger* events, WorkerSet* workers)
     : SessionCore(std::move(config), events) {
   // A parallel formulation's pool spins its helper threads between passes: such a session runs
   // on a thread of its own, never among a worker's sessions.
+  if (config_.mode == SessionMode::kLockstep) {
+    measureCycleCost();  // what a request's cycles will cost, before any has run
+  }
   if (workers != nullptr && !config_.dedicated_thread && config_.threads == 1) {
-    measureCycleCost();
+    if (cycleCost() == 0) measureCycleCost();
     shared_ = workers->place(*this);  // throws AdmissionError
     worker_index_.store(shared_->index(), std::memory_order_relaxed);
     setRunner(shared_);
@@ -149,6 +152,8 @@ bool Session::reset(const Eigen::VectorXd& q, const Eigen::VectorXd& v) {
   while (commands_.tryPop(discarded)) {
   }
   step_budget_.store(0);
+  drop_requested_.store(false);
+  retired_cycles_.store(requested_cycles_.load());
   restoreInitialState(q, v);
   const SessionState before = state_.exchange(SessionState::kCreated);
   spdlog::info("{}: reset ({} → created)", config_.name, sessionStateName(before));

@@ -148,16 +148,26 @@ double SessionCore::load() const {
   return static_cast<double>(cycleCost()) / static_cast<double>(period_);
 }
 
-Nanoseconds SessionCore::measureCycleCost(int cycles) {
+Nanoseconds SessionCore::measureCycleCost(int cycles, Nanoseconds time_limit) {
   const Eigen::VectorXd q = simulator_.q(), v = simulator_.v();
   const double t = simulator_.time();
   std::vector<Nanoseconds> costs;
   costs.reserve(static_cast<std::size_t>(std::max(cycles, 1)));
   const Eigen::VectorXd tau = Eigen::VectorXd::Zero(config_.model->nv);
+  const Nanoseconds begin = monotonicNow();
   for (int c = 0; c < std::max(cycles, 1); ++c) {
     const Nanoseconds start = monotonicNow();
-    for (int s = 0; s < config_.substeps; ++s) simulator_.step(tau);
-    costs.push_back(monotonicNow() - start);
+    Nanoseconds now = start;
+    int done = 0;
+    // a cycle longer than the time limit is timed over its first substeps and extrapolated
+    while (done < config_.substeps) {
+      simulator_.step(tau);
+      ++done;
+      now = monotonicNow();
+      if (now - begin > time_limit) break;
+    }
+    costs.push_back((now - start) * config_.substeps / done);
+    if (now - begin > time_limit) break;
   }
   simulator_.setState(q, v, t);
   std::nth_element(costs.begin(), costs.begin() + costs.size() / 2, costs.end());
@@ -223,6 +233,7 @@ void SessionCore::runRealtimeCycle() {
 }
 
 bool SessionCore::runLockstepCycle() {
+  if (drop_requested_.load(std::memory_order_acquire)) dropQueued();
   const Command* fresh = nullptr;
   if (steps_left_ == 0) {
     if (commands_.tryPop(incoming_)) {
@@ -239,10 +250,33 @@ bool SessionCore::runLockstepCycle() {
   steps_left_after_cycle_ = steps_left_ - 1;
   if (!cycle(fresh, start, false)) return true;
   --steps_left_;
+  retired_cycles_.fetch_add(1, std::memory_order_acq_rel);
   const Nanoseconds end = monotonicNow();
   recordCost(end - start);
   monitor_.recordCycle(CycleTiming{start, start, end, INT64_MAX, period_});
   return true;
+}
+
+void SessionCore::dropQueued() {
+  std::uint64_t dropped = steps_left_;
+  steps_left_ = 0;
+  while (commands_.tryPop(incoming_)) dropped += incoming_.steps;
+  dropped += step_budget_.exchange(0, std::memory_order_acq_rel);
+  retired_cycles_.fetch_add(dropped, std::memory_order_acq_rel);
+  cycles_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  drop_requested_.store(false, std::memory_order_release);
+}
+
+void SessionCore::dropQueuedWork() {
+  if (config_.mode != SessionMode::kLockstep) return;
+  drop_requested_.store(true, std::memory_order_release);
+  wakeRunner();
+}
+
+std::uint64_t SessionCore::queuedCycles() const {
+  const std::uint64_t retired = retired_cycles_.load(std::memory_order_acquire);
+  const std::uint64_t requested = requested_cycles_.load(std::memory_order_acquire);
+  return requested > retired ? requested - retired : 0;
 }
 
 void SessionCore::runFreeCycle() {
@@ -314,10 +348,14 @@ bool SessionCore::pushCommand(const Command& command) {
   Command stamped = command;
   if (stamped.receive_time == 0) stamped.receive_time = monotonicNow();
   if (stamped.steps == 0) stamped.steps = 1;
+  const bool lockstep = config_.mode == SessionMode::kLockstep;
   bool pushed;
   {
     std::lock_guard lock(producer_mutex_);
+    // counted before the push: the runner may take the command at once
+    if (lockstep) requested_cycles_.fetch_add(stamped.steps, std::memory_order_acq_rel);
     pushed = commands_.tryPush(stamped);
+    if (!pushed && lockstep) requested_cycles_.fetch_sub(stamped.steps, std::memory_order_acq_rel);
   }
   if (!pushed) return false;  // counted by the queue
   commands_received_.fetch_add(1, std::memory_order_relaxed);
@@ -352,6 +390,7 @@ std::uint32_t SessionCore::injectFault(const FaultSpec& spec) {
 
 void SessionCore::requestSteps(std::uint64_t n) {
   if (n == 0) return;
+  requested_cycles_.fetch_add(n, std::memory_order_acq_rel);
   step_budget_.fetch_add(n, std::memory_order_acq_rel);
   wakeRunner();
 }
@@ -403,6 +442,7 @@ SessionStats SessionCore::stats() const {
   s.commands_applied = commands_applied_.load(std::memory_order_relaxed);
   s.commands_superseded = commands_superseded_.load(std::memory_order_relaxed);
   s.commands_dropped = commands_.dropped();
+  s.cycles_dropped = cycles_dropped_.load(std::memory_order_relaxed);
   s.commands_rejected = commands_rejected_.load(std::memory_order_relaxed);
   s.watchdog_trips = watchdog_trips_.load(std::memory_order_relaxed);
   s.watchdog_missed_cycles = watchdog_missed_.load(std::memory_order_relaxed);

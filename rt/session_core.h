@@ -166,6 +166,7 @@ struct SessionStats {
   std::uint64_t commands_applied = 0;     ///< taken by a cycle and applied
   std::uint64_t commands_superseded = 0;  ///< replaced by a newer one before a cycle took them
   std::uint64_t commands_dropped = 0;     ///< channel full
+  std::uint64_t cycles_dropped = 0;       ///< LOCKSTEP: queued cycles dropped (dropQueuedWork)
   std::uint64_t commands_rejected = 0;    ///< wrong size, or sent to a session that cannot run
   std::uint64_t watchdog_trips = 0;
   std::uint64_t watchdog_missed_cycles = 0;
@@ -247,7 +248,20 @@ class SessionCore {
   /// Times `cycles` control cycles of the model from the current state (the median) and puts
   /// the state back: the cost a worker's admission counts before the session has run. Only while
   /// no worker runs the core (created, before it is attached).
-  Nanoseconds measureCycleCost(int cycles = 15);
+  /// Stops early once `time_limit` has passed: a cycle longer than that is timed over its first
+  /// substeps and extrapolated (at least one substep runs).
+  Nanoseconds measureCycleCost(int cycles = 15, Nanoseconds time_limit = 50'000'000);
+
+  /// LOCKSTEP: control cycles asked for (commands' steps, step requests) and neither run nor
+  /// dropped yet; with cycleCost() what the session's queued work costs.
+  std::uint64_t queuedCycles() const;
+  /// LOCKSTEP: drops every cycle queued when the runner next looks — the commands in the channel,
+  /// the step requests, what is left of the command being applied — because the caller that
+  /// asked for them is gone (a cancelled call, a passed deadline, an ended stream). Counted in
+  /// cyclesDropped(). Until the runner has looked, dropPending() is true.
+  void dropQueuedWork();
+  bool dropPending() const { return drop_requested_.load(std::memory_order_acquire); }
+  std::uint64_t cyclesDropped() const { return cycles_dropped_.load(std::memory_order_relaxed); }
 
   // ---- for the Worker that runs the core (one thread at a time) ----
   /// The worker to wake when the core gets work (a lockstep command, a start); set by Session.
@@ -281,6 +295,7 @@ class SessionCore {
   bool transition(SessionState from, SessionState to);
   void wakeRunner();
   void recordCost(Nanoseconds cost);
+  void dropQueued();  // the runner's side of dropQueuedWork
 
   SessionConfig config_;
   Nanoseconds period_;
@@ -320,6 +335,9 @@ class SessionCore {
   std::atomic<int> publish_waiters_{0};
   std::atomic<std::uint64_t> published_cycle_{0};
   std::atomic<std::uint64_t> step_budget_{0};
+  // LOCKSTEP: cycles asked for (producers) and run or dropped (the runner; a reset, detached)
+  std::atomic<std::uint64_t> requested_cycles_{0}, retired_cycles_{0}, cycles_dropped_{0};
+  std::atomic<bool> drop_requested_{false};
 
   // RT bookkeeping, read by stats() through atomics
   std::uint64_t cycle_ = 0;

@@ -338,6 +338,13 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
     return "config.name = '" + request.name() +
            "': session-<number> is the name the server gives an unnamed session";
   }
+  if (std::any_of(e.name().begin(), e.name().end(), [](char ch) {
+        const auto byte = static_cast<unsigned char>(ch);
+        return byte < 0x20 || byte == 0x7f;
+      })) {
+    return "config.name holds a control character (line feed, escape, …): names are shown in "
+           "logs, metrics and the viewer";
+  }
   if (e.name().size() > kMaxNameBytes) {
     return "config.name: " + std::to_string(e.name().size()) + " bytes, allowed at most " +
            std::to_string(kMaxNameBytes);
@@ -424,7 +431,9 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
   if (static_cast<int>(thread->fifo_priority()) > server.max_fifo_priority) {
     thread->set_fifo_priority(static_cast<std::uint32_t>(std::max(0, server.max_fifo_priority)));
   }
-  if (thread->cpu() >= 0 && !server.allowed_cpus.empty() &&
+  // FREE runs flat out: at a real-time priority it would take its CPU from everything else.
+  if (e.mode() == v1::SESSION_MODE_FREE) thread->set_fifo_priority(0);
+  if (thread->cpu() >= 0 &&
       std::find(server.allowed_cpus.begin(), server.allowed_cpus.end(), thread->cpu()) ==
           server.allowed_cpus.end()) {
     thread->set_cpu(-1);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 
@@ -80,6 +81,32 @@ std::string describeRejection(Rejection rejection, const v1::Command& command,
       return "command steps = " + std::to_string(command.steps()) + ": this server runs at most " +
              std::to_string(session.maxStepCycles()) +
              " cycles per command (limits.max_step_cycles); split the request";
+    case Rejection::kTooCostly:
+    case Rejection::kOverBudget: {
+      const std::uint64_t cycles = isSync(command)
+                                       ? command.steps()
+                                       : std::max<std::uint64_t>(1, command.steps());
+      const double cycle_ms = session.cpuSeconds(1) * 1e3;
+      char text[400];
+      if (rejection == Rejection::kTooCostly) {
+        std::snprintf(text, sizeof text,
+                      "command steps = %llu would take %.3g s of CPU time (%.3g ms a cycle, as "
+                      "measured): this server runs at most %.3g s per request "
+                      "(limits.max_request_cpu_s); split the request",
+                      static_cast<unsigned long long>(cycles), session.cpuSeconds(cycles), cycle_ms,
+                      session.maxRequestCpu());
+      } else {
+        std::snprintf(text, sizeof text,
+                      "the session's queued work, %llu cycles, with this command's %llu would take "
+                      "%.3g s of CPU time (%.3g ms a cycle): this server queues at most %.3g s "
+                      "per session (limits.max_queued_cpu_s); wait for the answers",
+                      static_cast<unsigned long long>(session.session().queuedCycles()),
+                      static_cast<unsigned long long>(cycles),
+                      session.cpuSeconds(session.session().queuedCycles() + cycles), cycle_ms,
+                      session.maxQueuedCpu());
+      }
+      return text;
+    }
     default: return std::string(rejectionName(rejection));
   }
 }
@@ -94,9 +121,15 @@ using grpc::StatusCode;
 
 class StepReactor final : public grpc::ServerUnaryReactor, public StateSink {
  public:
-  StepReactor(std::shared_ptr<ServerSession> session, v1::State* response, std::uint64_t target)
+  StepReactor(std::shared_ptr<ServerSession> session, v1::State* response, std::uint64_t target,
+              std::uint64_t drops_before)
       : session_(std::move(session)), response_(response), target_(target) {
     session_->addSink(this);
+    // work dropped between the command's queueing and now would never reach this sink
+    if (session_->workDrops() != drops_before) {
+      onWorkDropped("another caller's call ended while this one was queued");
+      return;
+    }
     // The cycles may have run already: the publisher hands a new sink the current state only
     // on its next pass.
     rt::StateSnapshot now = session_->session().latestState();
@@ -123,9 +156,21 @@ class StepReactor final : public grpc::ServerUnaryReactor, public StateSink {
     std::lock_guard lock(mutex_);
     finishLocked({StatusCode::CANCELLED, "session closed"});
   }
-  void OnCancel() override {
+  void onWorkDropped(const char* why) override {
     std::lock_guard lock(mutex_);
-    finishLocked({StatusCode::CANCELLED, "call cancelled"});
+    finishLocked({StatusCode::ABORTED, std::string("the session's queued cycles were dropped: ") +
+                                           why + "; the state is as GetSession shows it"});
+  }
+  // A deadline that passes cancels the call too: its cycles (and any queued behind them) are
+  // dropped rather than run for nobody.
+  void OnCancel() override {
+    bool waiting = false;
+    {
+      std::lock_guard lock(mutex_);
+      waiting = !finished_;
+      finishLocked({StatusCode::CANCELLED, "call cancelled"});
+    }
+    if (waiting) session_->dropQueuedWork("a Step call was cancelled or passed its deadline");
   }
   void OnDone() override {
     session_->removeSink(this);
@@ -211,8 +256,8 @@ class StateWriter {
 class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::State>,
                              public StateSink {
  public:
-  ControlReactor(SessionRegistry& registry, Status admitted)
-      : registry_(registry), writer_(this) {
+  ControlReactor(SessionRegistry& registry, Status admitted, OwnerCheck may_drive)
+      : registry_(registry), may_drive_(std::move(may_drive)), writer_(this) {
     if (!admitted.ok()) {
       std::lock_guard lock(mutex_);
       finishLocked(admitted);
@@ -248,6 +293,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       case Rejection::kNone: break;
       case Rejection::kInactive:
       case Rejection::kDropped:
+      case Rejection::kOverBudget:
         // Not the controller's fault: the stream stays (a stop ends it with its last state).
         StartRead(&command_);
         return;
@@ -371,7 +417,12 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   }
 
   void OnDone() override {
-    if (session_) session_->removeSink(this);
+    if (session_) {
+      session_->removeSink(this);
+      // LOCKSTEP: what the stream queued is nobody's once it ends (half-closed, cancelled,
+      // broken): dropped, not run
+      if (bound_) session_->dropQueuedWork("its Control stream ended");
+    }
     delete this;
   }
 
@@ -411,6 +462,10 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
                     "no session " + std::to_string(command_.session_id()) + " (unknown or closed)"});
       return false;
     }
+    if (Status allowed = may_drive_(*session); !allowed.ok()) {
+      finishLocked(allowed);
+      return false;
+    }
     const rt::SessionState state = session->session().state();
     if (state == rt::SessionState::kStopped || state == rt::SessionState::kFaulted) {
       finishLocked(transitionFailed(sessionLabel(session->id()) + " is " +
@@ -423,6 +478,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
       return false;
     }
     claimed_ = true;
+    bound_ = true;
     seen_state_ = state;
     session_ = std::move(session);
     capacity_ = std::max<std::size_t>(1, session_->effectiveConfig().command_capacity());
@@ -450,6 +506,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   }
 
   SessionRegistry& registry_;
+  OwnerCheck may_drive_;
   std::mutex mutex_;
   v1::Command command_;
   std::shared_ptr<ServerSession> session_;
@@ -465,6 +522,7 @@ class ControlReactor final : public grpc::ServerBidiReactor<v1::Command, v1::Sta
   std::uint64_t sync_target_ = 0;      // lockstep: cycle that answers a step request
   bool read_paused_ = false;
   bool claimed_ = false;
+  bool bound_ = false;  // a session was bound (its work is the stream's)
   bool finish_requested_ = false;
   bool finish_after_write_ = false;
   Status final_status_;
@@ -477,8 +535,9 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
  public:
   // `session`: one of whose readers (claimReader) this stream is.
   StateStreamReactor(std::shared_ptr<ServerSession> session, std::uint32_t decimation,
-                     bool ground_truth)
+                     bool ground_truth, std::string client)
       : session_(std::move(session)),
+        client_(std::move(client)),
         decimation_(std::max(1u, decimation)),
         ground_truth_(ground_truth),
         writer_(this) {
@@ -520,7 +579,7 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
   void OnDone() override {
     if (session_) {
       session_->removeSink(this);
-      if (claimed_) session_->releaseReader();
+      if (claimed_) release();
     }
     delete this;
   }
@@ -530,12 +589,17 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
     if (finished_) return;
     finished_ = true;
     // released now, not in OnDone: a reader that sees this stream end may open the next at once
-    if (claimed_) session_->releaseReader();
+    if (claimed_) release();
     claimed_ = false;
     Finish(status);
   }
+  void release() {
+    session_->releaseReader();
+    session_->releaseClientReader(client_);
+  }
 
   std::shared_ptr<ServerSession> session_;
+  const std::string client_;
   bool claimed_ = false;
   const std::uint32_t decimation_ = 1;
   const bool ground_truth_ = false;
@@ -549,13 +613,14 @@ class StateStreamReactor final : public grpc::ServerWriteReactor<v1::State>, pub
 }  // namespace
 
 grpc::ServerUnaryReactor* newStepReactor(std::shared_ptr<ServerSession> session, v1::State* response,
-                                         std::uint64_t target) {
-  return new StepReactor(std::move(session), response, target);
+                                         std::uint64_t target, std::uint64_t drops_before) {
+  return new StepReactor(std::move(session), response, target, drops_before);
 }
 
 grpc::ServerBidiReactor<v1::Command, v1::State>* newControlReactor(SessionRegistry& registry,
-                                                                   grpc::Status admitted) {
-  return new ControlReactor(registry, std::move(admitted));
+                                                                   grpc::Status admitted,
+                                                                   OwnerCheck may_drive) {
+  return new ControlReactor(registry, std::move(admitted), std::move(may_drive));
 }
 
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(const grpc::Status& refusal) {
@@ -564,8 +629,9 @@ grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(const grpc::Status& r
 
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(std::shared_ptr<ServerSession> session,
                                                            std::uint32_t decimation,
-                                                           bool ground_truth) {
-  return new StateStreamReactor(std::move(session), decimation, ground_truth);
+                                                           bool ground_truth,
+                                                           std::string client) {
+  return new StateStreamReactor(std::move(session), decimation, ground_truth, std::move(client));
 }
 
 }  // namespace hilsim::server

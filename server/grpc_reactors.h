@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,12 +23,20 @@ std::string describeRejection(Rejection rejection, const v1::Command& command, s
 
 /// Step on a LOCKSTEP session: answers with the state of cycle `target` once it has run (ABORTED,
 /// CANCELLED or FAILED_PRECONDITION when the session faults, closes or leaves RUNNING first).
+/// `drops_before`: the session's workDrops() before the command was queued (a drop since then
+/// answers ABORTED at once).
 grpc::ServerUnaryReactor* newStepReactor(std::shared_ptr<ServerSession> session, v1::State* response,
-                                         std::uint64_t target);
+                                         std::uint64_t target, std::uint64_t drops_before);
 
-/// A Control stream; `admitted` is the caller's admission (an error ends the stream with it).
+/// Whether the caller of a call may drive a session (its owner, or the operator): OK or
+/// PERMISSION_DENIED.
+using OwnerCheck = std::function<grpc::Status(const ServerSession&)>;
+
+/// A Control stream; `admitted` is the caller's admission (an error ends the stream with it),
+/// `may_drive` checks the session its first message names.
 grpc::ServerBidiReactor<v1::Command, v1::State>* newControlReactor(SessionRegistry& registry,
-                                                                   grpc::Status admitted);
+                                                                   grpc::Status admitted,
+                                                                   OwnerCheck may_drive);
 
 /// A StreamStates call refused with `refusal`.
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(const grpc::Status& refusal);
@@ -36,6 +45,6 @@ grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(const grpc::Status& r
 /// the truth with `ground_truth`, else what the session's sensors read.
 grpc::ServerWriteReactor<v1::State>* newStateStreamReactor(std::shared_ptr<ServerSession> session,
                                                            std::uint32_t decimation,
-                                                           bool ground_truth);
+                                                           bool ground_truth, std::string client);
 
 }  // namespace hilsim::server

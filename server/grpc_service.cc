@@ -23,6 +23,13 @@ bool constantTimeEquals(std::string_view a, std::string_view b) {
   return difference == 0;
 }
 
+std::string ownerMetadata(const grpc::CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find(grpc::string_ref(kOwnerMetadata.data(), kOwnerMetadata.size()));
+  if (it == metadata.end()) return {};
+  return std::string(it->second.data(), it->second.size());
+}
+
 grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, const Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(status);
@@ -30,6 +37,14 @@ grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, const Sta
 }
 
 }  // namespace
+
+std::string clientAddress(const std::string& peer) {
+  const std::size_t colon = peer.rfind(':');
+  if (peer.rfind("ipv4:", 0) == 0 || peer.rfind("ipv6:", 0) == 0) {
+    if (colon != std::string::npos && colon > 4) return peer.substr(0, colon);
+  }
+  return peer;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -57,13 +72,37 @@ Status SimulationService::admit(grpc::CallbackServerContext* context) const {
   return Status::OK;
 }
 
-// The shape of every call on one session: admit the caller, find the session, act, reply.
+Status SimulationService::mayDrive(const ServerSession& session,
+                                   const std::string& presented) const {
+  if (!presented.empty()) {
+    if (!config_.operator_secret.empty() && constantTimeEquals(presented, config_.operator_secret)) {
+      return Status::OK;
+    }
+    if (!session.ownerSecret().empty() && constantTimeEquals(presented, session.ownerSecret())) {
+      return Status::OK;
+    }
+  }
+  return {StatusCode::PERMISSION_DENIED,
+          sessionLabel(session.id()) +
+              (session.ownerSecret().empty()
+                   ? " is the operator's (a start-up session): this call needs the operator's "
+                     "secret in the metadata 'hilsim-owner'"
+                   : " belongs to the client that created it: this call needs its owner secret "
+                     "(CreateSessionResponse.owner_secret) in the metadata 'hilsim-owner'")};
+}
+
+// The shape of every call on one session: admit the caller, find the session, check that a
+// mutating call comes from its owner, act, reply.
 template <typename Act>
 grpc::ServerUnaryReactor* SimulationService::onSession(grpc::CallbackServerContext* context,
-                                                       std::uint64_t session_id, Act&& act) {
+                                                       std::uint64_t session_id, Access access,
+                                                       Act&& act) {
   if (Status s = admit(context); !s.ok()) return finish(context, s);
   std::shared_ptr<ServerSession> session;
   if (Status s = lookup(session_id, &session); !s.ok()) return finish(context, s);
+  if (access == Access::kMutating) {
+    if (Status s = mayDrive(*session, ownerMetadata(context)); !s.ok()) return finish(context, s);
+  }
   return finish(context, act(session));
 }
 
@@ -90,13 +129,14 @@ grpc::ServerUnaryReactor* SimulationService::CreateSession(grpc::CallbackServerC
                                                            const v1::CreateSessionRequest* request,
                                                            v1::CreateSessionResponse* response) {
   if (Status s = admit(context); !s.ok()) return finish(context, s);
-  return finish(context, registry_.create(*request, response, 0, context->peer()));
+  return finish(context,
+                registry_.create(*request, response, 0, clientAddress(context->peer())));
 }
 
 grpc::ServerUnaryReactor* SimulationService::StartSession(grpc::CallbackServerContext* context,
                                                           const v1::SessionRequest* request,
                                                           v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     std::string why;
     if (!session->start(&why)) return transitionFailed(why);
     session->fillInfo(response);
@@ -107,7 +147,7 @@ grpc::ServerUnaryReactor* SimulationService::StartSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::PauseSession(grpc::CallbackServerContext* context,
                                                           const v1::SessionRequest* request,
                                                           v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     std::string why;
     if (!session->pause(&why)) return transitionFailed(why);
     session->fillInfo(response);
@@ -118,7 +158,7 @@ grpc::ServerUnaryReactor* SimulationService::PauseSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::StopSession(grpc::CallbackServerContext* context,
                                                          const v1::SessionRequest* request,
                                                          v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     std::string why;
     if (!session->stop(&why)) return transitionFailed(why);
     session->fillInfo(response);
@@ -129,7 +169,7 @@ grpc::ServerUnaryReactor* SimulationService::StopSession(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* SimulationService::ResetSession(grpc::CallbackServerContext* context,
                                                           const v1::ResetSessionRequest* request,
                                                           v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     std::optional<Eigen::VectorXd> q, v;
     if (!request->q().empty()) {
       if (std::string e = checkVector(request->q(), session->nq(), "q", "nq"); !e.empty()) {
@@ -152,7 +192,7 @@ grpc::ServerUnaryReactor* SimulationService::ResetSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::CloseSession(grpc::CallbackServerContext* context,
                                                           const v1::SessionRequest* request,
                                                           v1::CloseSessionResponse* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     session.reset();  // the registry's close waits for the last holder
     if (!registry_.close(request->session_id(), response->mutable_final_stats())) {
       return Status{StatusCode::NOT_FOUND,
@@ -165,7 +205,7 @@ grpc::ServerUnaryReactor* SimulationService::CloseSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::GetSession(grpc::CallbackServerContext* context,
                                                         const v1::SessionRequest* request,
                                                         v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kRead, [&](std::shared_ptr<ServerSession>& session) {
     session->fillInfo(response);
     return Status::OK;
   });
@@ -185,7 +225,7 @@ grpc::ServerUnaryReactor* SimulationService::ListSessions(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::GetStats(grpc::CallbackServerContext* context,
                                                       const v1::SessionRequest* request,
                                                       v1::SessionStats* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kRead, [&](std::shared_ptr<ServerSession>& session) {
     session->fillStats(response);
     return Status::OK;
   });
@@ -194,7 +234,7 @@ grpc::ServerUnaryReactor* SimulationService::GetStats(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* SimulationService::InjectFault(grpc::CallbackServerContext* context,
                                                          const v1::InjectFaultRequest* request,
                                                          v1::InjectedFault* response) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     rt::FaultSpec spec;
     if (std::string e = fromProto(request->fault(), false, "fault", &spec); !e.empty()) {
       return invalid(e);
@@ -220,7 +260,7 @@ grpc::ServerUnaryReactor* SimulationService::InjectFault(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* SimulationService::ClearFaults(grpc::CallbackServerContext* context,
                                                          const v1::ClearFaultsRequest* request,
                                                          v1::ClearFaultsResponse*) {
-  return onSession(context, request->session_id(), [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
     if (!session->session().clearFaults(request->id())) {
       return Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                     "too many requests wait for the session's next cycle");
@@ -236,6 +276,7 @@ grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* c
   if (Status s = admit(context); !s.ok()) return finish(context, s);
   std::shared_ptr<ServerSession> session;
   if (Status s = lookup(request->session_id(), &session); !s.ok()) return finish(context, s);
+  if (Status s = mayDrive(*session, ownerMetadata(context)); !s.ok()) return finish(context, s);
   TransportCounters& counters = session->grpcCounters();
   counters.received.fetch_add(1, std::memory_order_relaxed);
   if (session->mode() != rt::SessionMode::kLockstep) {
@@ -263,6 +304,12 @@ grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* c
     return finish(context, Status::OK);
   }
 
+  if (session->session().dropPending()) {
+    return finish(context, {StatusCode::UNAVAILABLE,
+                            sessionLabel(session->id()) +
+                                " is dropping the queued cycles of a call that ended; retry"});
+  }
+  const std::uint64_t drops_before = session->workDrops();
   std::lock_guard lock(session->stepMutex());
   // Calls are served one at a time: each runs after the cycles already requested.
   const std::uint64_t cycles = with_torques ? std::max(1u, steps) : steps;
@@ -276,6 +323,9 @@ grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* c
     case Rejection::kDropped:
       return finish(context, {StatusCode::RESOURCE_EXHAUSTED,
                               "the session's command channel is full"});
+    case Rejection::kOverBudget:
+      return finish(context, {StatusCode::RESOURCE_EXHAUSTED,
+                              describeRejection(outcome, *request, 0, *session)});
     case Rejection::kInactive:
       return finish(context, transitionFailed(sessionLabel(session->id()) + " is not running"));
     default:
@@ -285,12 +335,15 @@ grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* c
   const std::uint64_t target = base + cycles;
   last_target = target;
   if (!with_torques) session->session().requestSteps(cycles);
-  return newStepReactor(std::move(session), response, target);
+  return newStepReactor(std::move(session), response, target, drops_before);
 }
 
 grpc::ServerBidiReactor<v1::Command, v1::State>* SimulationService::Control(
     grpc::CallbackServerContext* context) {
-  return newControlReactor(registry_, admit(context));
+  return newControlReactor(registry_, admit(context),
+                           [this, presented = ownerMetadata(context)](const ServerSession& session) {
+                             return mayDrive(session, presented);
+                           });
 }
 
 grpc::ServerWriteReactor<v1::State>* SimulationService::StreamStates(
@@ -300,15 +353,26 @@ grpc::ServerWriteReactor<v1::State>* SimulationService::StreamStates(
   if (Status s = lookup(request->session_id(), &session); !s.ok()) {
     return newStateStreamReactor(s);
   }
-  // Every reader costs the session's publisher a state per cycle: their number is bounded.
+  // Every reader costs the session's publisher a state per cycle: their number is bounded, and
+  // one client may hold only its share of them.
+  const std::string client = clientAddress(context->peer());
+  if (!session->claimClientReader(client, config_.max_stream_readers_per_client)) {
+    return newStateStreamReactor(Status{
+        StatusCode::RESOURCE_EXHAUSTED,
+        sessionLabel(session->id()) + " has " +
+            std::to_string(config_.max_stream_readers_per_client) +
+            " StreamStates readers of this client, the limit per client "
+            "(limits.max_stream_readers_per_client)"});
+  }
   if (!session->claimReader(config_.max_stream_readers)) {
+    session->releaseClientReader(client);
     return newStateStreamReactor(
         Status{StatusCode::RESOURCE_EXHAUSTED,
                sessionLabel(session->id()) + " has " + std::to_string(config_.max_stream_readers) +
                    " StreamStates readers, this server's limit (limits.max_stream_readers)"});
   }
   return newStateStreamReactor(std::move(session), request->decimation(),
-                               request->ground_truth());
+                               request->ground_truth(), client);
 }
 
 }  // namespace hilsim::server

@@ -6,12 +6,20 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 
 #include "hilsim/v1/service.grpc.pb.h"
 #include "server/server_config.h"
 #include "server/session_registry.h"
 
 namespace hilsim::server {
+
+/// The metadata key of the owner secret that mutating calls present (docs/PROTOCOL.md).
+inline constexpr std::string_view kOwnerMetadata = "hilsim-owner";
+
+/// A gRPC peer ("ipv4:127.0.0.1:40000", "ipv6:[::1]:40000") without its port: the client the
+/// per-client quotas count.
+std::string clientAddress(const std::string& peer);
 
 class SimulationService final : public v1::Simulation::CallbackService {
  public:
@@ -70,9 +78,14 @@ class SimulationService final : public v1::Simulation::CallbackService {
   grpc::Status lookup(std::uint64_t session_id, std::shared_ptr<ServerSession>* session) const;
   /// admit → lookup → act(session) → reply: the shape of every call on one session. `act`
   /// returns the call's status.
+  /// A mutating call (kMutating) also checks that the caller owns the session (mayDrive).
+  enum class Access { kRead, kMutating };
   template <typename Act>
   grpc::ServerUnaryReactor* onSession(grpc::CallbackServerContext* context,
-                                      std::uint64_t session_id, Act&& act);
+                                      std::uint64_t session_id, Access access, Act&& act);
+  /// OK when `presented` (the call's `hilsim-owner` metadata) is the session's owner secret or
+  /// the operator's; PERMISSION_DENIED otherwise.
+  grpc::Status mayDrive(const ServerSession& session, const std::string& presented) const;
 
   SessionRegistry& registry_;
   const ServerConfig& config_;

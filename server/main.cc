@@ -7,56 +7,21 @@
 #include <memory>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "rt/realtime_setup.h"
+#include "server/log_format.h"
 #include "server/server.h"
 #include "server/server_config.h"
 
 namespace {
 
-// %j: the log message as the inside of a JSON string (quotes, backslashes, control characters
-// escaped), so that `log.format: json` writes one valid JSON object per line.
-class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& message, const std::tm&,
-              spdlog::memory_buf_t& out) override {
-    for (const char ch : message.payload) {
-      switch (ch) {
-        case '"': out.append(std::string_view("\\\"")); break;
-        case '\\': out.append(std::string_view("\\\\")); break;
-        case '\n': out.append(std::string_view("\\n")); break;
-        case '\t': out.append(std::string_view("\\t")); break;
-        default:
-          if (static_cast<unsigned char>(ch) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", ch);
-            out.append(std::string_view(escaped));
-          } else {
-            out.push_back(ch);
-          }
-      }
-    }
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<JsonEscapedMessage>();
-  }
-};
-
 void configureLogging(const std::string& level, const std::string& format) {
   auto logger = spdlog::stderr_color_mt("hilsim-server");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
-  if (format == "json") {
-    auto formatter = std::make_unique<spdlog::pattern_formatter>();
-    formatter->add_flag<JsonEscapedMessage>('j').set_pattern(
-        R"({"time":"%Y-%m-%dT%H:%M:%S.%f%z","level":"%l","thread":%t,"message":"%j"})");
-    spdlog::set_formatter(std::move(formatter));
-  } else {
-    spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%t] %v");
-  }
+  spdlog::set_formatter(hilsim::server::makeLogFormatter(format));
 }
 
 }  // namespace

@@ -58,8 +58,8 @@ const std::array<v1::SessionState, 5>& sessionStates() {
 /// The message outcomes of TransportStats, in the order of its fields: each received message is
 /// counted under exactly one of them, so they sum to `received`.
 using TransportField = std::uint64_t (*)(const v1::TransportStats&);
-const std::array<std::pair<const char*, TransportField>, 13>& transportOutcomes() {
-  static const std::array<std::pair<const char*, TransportField>, 13> outcomes = {{
+const std::array<std::pair<const char*, TransportField>, 15>& transportOutcomes() {
+  static const std::array<std::pair<const char*, TransportField>, 15> outcomes = {{
       {"accepted", [](const v1::TransportStats& t) { return t.accepted(); }},
       {"oversize", [](const v1::TransportStats& t) { return t.oversize(); }},
       {"malformed", [](const v1::TransportStats& t) { return t.malformed(); }},
@@ -71,8 +71,10 @@ const std::array<std::pair<const char*, TransportField>, 13>& transportOutcomes(
       {"wrong_size", [](const v1::TransportStats& t) { return t.wrong_size(); }},
       {"non_finite", [](const v1::TransportStats& t) { return t.non_finite(); }},
       {"too_many_steps", [](const v1::TransportStats& t) { return t.too_many_steps(); }},
+      {"too_costly", [](const v1::TransportStats& t) { return t.too_costly(); }},
       {"inactive", [](const v1::TransportStats& t) { return t.inactive(); }},
       {"dropped", [](const v1::TransportStats& t) { return t.dropped(); }},
+      {"over_budget", [](const v1::TransportStats& t) { return t.over_budget(); }},
   }};
   return outcomes;
 }
@@ -425,6 +427,9 @@ class SessionCollector final : public prometheus::Collectable {
   mutable std::uint64_t source_errors_ = 0;
 };
 
+/// Workers of the exposer: scrapes are rare, but an idle connection holds one for up to 1 s.
+constexpr int kMetricsWorkers = 16;
+
 /// civetweb's listening_ports syntax: "address:port".
 std::string listenAddress(const std::string& address, std::uint16_t port) {
   return address + ":" + std::to_string(port);
@@ -445,8 +450,18 @@ MetricsExporter::MetricsExporter(const std::string& address, std::uint16_t port,
   impl_->collector = std::make_shared<SessionCollector>(std::move(source), std::move(workers));
   const std::string listen = listenAddress(address, port);
   try {
-    // one worker thread: Prometheus scrapes seldom, and one at a time is enough
-    impl_->exposer = std::make_unique<prometheus::Exposer>(listen, 1);
+    // A connection holds a civetweb worker from its accept until its request is read: with one
+    // worker, one idle connection held every scrape for civetweb's 30 s default. Several workers
+    // and a short request timeout keep a slow or idle peer from delaying a scrape; no CORS
+    // approval (civetweb's default would let any site read the metrics from a browser).
+    impl_->exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", listen,
+        "num_threads", std::to_string(kMetricsWorkers),
+        "request_timeout_ms", "1000",
+        "enable_keep_alive", "no",
+        "access_control_allow_origin", "",
+        "access_control_allow_methods", "",
+        "access_control_allow_headers", ""});
   } catch (const std::exception& e) {
     throw std::runtime_error("metrics: cannot listen on " + listen + " (" + e.what() + ")");
   }

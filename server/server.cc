@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include "rt/realtime_setup.h"
 #include "server/grpc_service.h"
 #include "server/metrics.h"
 #include "server/session_registry.h"
@@ -23,6 +24,8 @@
 namespace hilsim::server {
 
 namespace {
+
+constexpr int kMaxConnectionIdleMs = 5 * 60 * 1000;  // gRPC's default: never
 
 std::string readFile(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
@@ -104,6 +107,17 @@ void Server::start() {
       checkPortFree(s.config.bind_address, startup.udp_port, SOCK_DGRAM);
     }
   }
+  // Memory is locked once, now, for every session to come: a process-wide mlockall walks every
+  // mapping, and done at each session's start it stalled the sessions already running.
+  if (s.config.session_defaults.thread().lock_memory() ||
+      (s.config.workers.count > 0 && s.config.workers.lock_memory)) {
+    const rt::SetupResult locked = rt::lockMemory();
+    if (locked.ok) {
+      spdlog::info("memory: {}", locked.detail);
+    } else {
+      spdlog::warn("memory not locked, running on without it: {}", locked.detail);
+    }
+  }
   s.registry = std::make_unique<SessionRegistry>(s.config);
   s.service = std::make_unique<SimulationService>(*s.registry, s.config);
 
@@ -121,6 +135,13 @@ void Server::start() {
   // gRPC turns SO_REUSEPORT on by default: a second server on the same port would start and the
   // kernel would share the calls between the two at random
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A connection that never completes its handshake (HTTP/2 preface, TLS) holds a descriptor
+  // and memory: closed after limits.handshake_timeout_s (gRPC's default is 120 s).
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(s.config.handshake_timeout_s * 1000.0));
+  // A connection without a call for this long is closed (a client's channel reconnects by
+  // itself at its next call): idle connections do not pile up either.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kMaxConnectionIdleMs);
   // Room for a CreateSession of limits.max_model_text_bytes (gRPC refuses a message above 4 MiB
   // by default); every other request is far smaller, and its fields are bounded on their own.
   builder.SetMaxReceiveMessageSize(static_cast<int>(
@@ -201,15 +222,10 @@ void Server::start() {
                                "': " + status.error_message());
     }
     const std::uint64_t id = response.session().session_id();
-    // the token (TOKEN) is logged for its controller; a key (MAC) never is
+    // secrets are never logged: neither a key (MAC) nor a token (TOKEN)
     std::string credentials;
     if (!response.udp_token().empty()) {
-      credentials = ", UDP token ";
-      for (const unsigned char byte : response.udp_token()) {
-        static constexpr char kDigits[] = "0123456789abcdef";
-        credentials += kDigits[byte >> 4];
-        credentials += kDigits[byte & 15];
-      }
+      credentials = ", UDP token random (not logged: reachable over gRPC only)";
     } else if (!response.udp_key().empty()) {
       credentials = startup.udp_key.empty()
                         ? ", UDP key random (no udp_key_file: reachable over gRPC only)"

@@ -54,6 +54,7 @@ constexpr std::int64_t kMaxStepCycles = std::numeric_limits<std::uint32_t>::max(
 constexpr std::int64_t kMaxStreamReaders = 1024;
 constexpr std::int64_t kMaxCoordinates = 128;  // rt::kMaxCoordinates
 constexpr const char* kTokenEnvironment = "HILSIM_ACCESS_TOKEN";
+constexpr const char* kOperatorSecretEnvironment = "HILSIM_OPERATOR_SECRET";
 constexpr double kInfinity = std::numeric_limits<double>::infinity();  // no bound
 
 // The values of a v1::SessionConfig that a request leaving every field 0 gets (session.proto).
@@ -560,7 +561,8 @@ void Parser::checkToken(const std::string& token, const YAML::Mark& mark,
 }
 
 void Parser::parseSecurity(const Item& item) {
-  const Mapping m(*this, item, {"tls", "access_token", "access_token_file"});
+  const Mapping m(*this, item, {"tls", "access_token", "access_token_file", "operator_secret",
+                                "operator_secret_file"});
   if (auto tls = m.get("tls")) {
     const Mapping t(*this, *tls, {"certificate", "key"});
     const auto certificate = t.get("certificate");
@@ -602,6 +604,25 @@ void Parser::parseSecurity(const Item& item) {
     checkToken(content, token_file->mark, token_file->path + " ('" + file.string() + "')");
     config_.access_token = content;
   }
+  const auto secret = m.get("operator_secret");
+  const auto secret_file = m.get("operator_secret_file");
+  if (secret && secret_file) {
+    fail(*secret_file, "give operator_secret or operator_secret_file, not both");
+  }
+  if (secret) {
+    config_.operator_secret = text(*secret);
+    checkToken(config_.operator_secret, secret->mark, secret->path);
+  }
+  if (secret_file) {
+    const fs::path file = path(*secret_file);
+    std::string content = readFile(*secret_file, file, "an operator secret file");
+    while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back()))) {
+      content.pop_back();
+    }
+    if (content.empty()) fail(*secret_file, "'" + file.string() + "' is empty: no secret");
+    checkToken(content, secret_file->mark, secret_file->path + " ('" + file.string() + "')");
+    config_.operator_secret = content;
+  }
 }
 
 void Parser::parseRealtime(const Item& item) {
@@ -635,6 +656,14 @@ void Parser::parseRealtime(const Item& item) {
 }
 
 void Parser::applyEnvironmentToken() {
+  if (config_.operator_secret.empty()) {
+    const char* secret = std::getenv(kOperatorSecretEnvironment);
+    if (secret != nullptr && *secret != '\0') {
+      checkToken(secret, YAML::Mark::null_mark(),
+                 std::string(kOperatorSecretEnvironment) + " (environment)");
+      config_.operator_secret = secret;
+    }
+  }
   if (!config_.access_token.empty()) return;
   const char* env = std::getenv(kTokenEnvironment);
   if (env == nullptr || *env == '\0') return;
@@ -648,7 +677,9 @@ void Parser::parseLimits(const Item& item) {
                   {"max_sessions", "max_control_rate_hz", "max_substeps", "max_fifo_priority",
                    "allowed_cpus", "max_model_text_bytes", "max_model_bodies", "max_model_modes",
                    "max_beam_elements", "max_flexible_entries", "max_step_cycles",
-                   "max_stream_readers"});
+                   "max_stream_readers", "max_request_cpu_s", "max_queued_cpu_s",
+                   "max_sessions_per_client", "max_stream_readers_per_client",
+                   "max_viewer_pages_per_client", "handshake_timeout_s"});
   if (auto v = m.get("max_sessions")) {
     config_.max_sessions = static_cast<int>(integer(*v, 1, kMaxSessionsLimit));
   }
@@ -695,6 +726,23 @@ void Parser::parseLimits(const Item& item) {
   if (auto v = m.get("max_stream_readers")) {
     config_.max_stream_readers = static_cast<int>(integer(*v, 1, kMaxStreamReaders));
   }
+  if (auto v = m.get("max_request_cpu_s")) config_.max_request_cpu_s = number(*v, 1e-3, 3600.0);
+  if (auto v = m.get("max_queued_cpu_s")) config_.max_queued_cpu_s = number(*v, 1e-3, 86400.0);
+  if (config_.max_queued_cpu_s < config_.max_request_cpu_s) {
+    fail(item, "limits.max_queued_cpu_s (" + std::to_string(config_.max_queued_cpu_s) +
+                   " s) is below limits.max_request_cpu_s (" +
+                   std::to_string(config_.max_request_cpu_s) + " s): no request could be queued");
+  }
+  if (auto v = m.get("max_sessions_per_client")) {
+    config_.max_sessions_per_client = static_cast<int>(integer(*v, 1, kMaxSessionsLimit));
+  }
+  if (auto v = m.get("max_stream_readers_per_client")) {
+    config_.max_stream_readers_per_client = static_cast<int>(integer(*v, 1, kMaxStreamReaders));
+  }
+  if (auto v = m.get("max_viewer_pages_per_client")) {
+    config_.max_viewer_pages_per_client = static_cast<int>(integer(*v, 1, 16));
+  }
+  if (auto v = m.get("handshake_timeout_s")) config_.handshake_timeout_s = number(*v, 0.1, 120.0);
 }
 
 // Whether `name` is a model the server can load: a bundled name, or, with models.directory, a

@@ -59,14 +59,21 @@ struct ServerConfig {
   /// Required as `authorization: Bearer <token>` on every gRPC call when not empty. Read from
   /// `access_token`, or `access_token_file`, or the HILSIM_ACCESS_TOKEN environment variable.
   std::string access_token;
+  /// The operator's secret (docs/SERVER.md, "Isolation between clients"): as the metadata
+  /// `hilsim-owner` it acts on every session, the start-up ones included, which belong to the
+  /// operator. Read from `operator_secret`, `operator_secret_file`, or HILSIM_OPERATOR_SECRET;
+  /// empty: start-up sessions take no mutating call over gRPC.
+  std::string operator_secret;
 
   // Limits
   int max_sessions = 16;
   double max_control_rate_hz = 10000.0;
   int max_substeps = 1000;
-  /// Highest SCHED_FIFO priority a session may ask for; 0 forbids SCHED_FIFO.
-  int max_fifo_priority = 90;
-  /// CPUs a session may pin its RT thread to; empty: any.
+  /// Highest SCHED_FIFO priority a session may ask for; 0 (the default) forbids SCHED_FIFO: a
+  /// client's session runs at the server's own scheduling unless the operator grants more here.
+  /// FREE sessions never run at a real-time priority.
+  int max_fifo_priority = 0;
+  /// CPUs a session may pin its RT thread to; empty (the default): none, a client cannot pin.
   std::vector<int> allowed_cpus;
   // What one request may ask of the server (docs/SERVER.md, "Bounded work per request").
   /// Bytes of a URDF or YAML model text in CreateSession; a YAML text with its included files,
@@ -84,6 +91,21 @@ struct ServerConfig {
   std::uint32_t max_step_cycles = kDefaultMaxStepCycles;
   /// StreamStates streams open at once on one session (each costs its publisher a state a cycle).
   int max_stream_readers = 16;
+  /// LOCKSTEP: CPU time one request (a Step call, a command) may ask for: its cycles times the
+  /// session's measured cost of a cycle (all substeps) [s].
+  double max_request_cpu_s = 1.0;
+  /// LOCKSTEP: CPU time a session's queued work (cycles asked for and not yet run) may reach [s].
+  double max_queued_cpu_s = 2.0;
+  // Quotas per client: a client is a peer address (the IP, without the port).
+  /// Sessions one client may hold open at once.
+  int max_sessions_per_client = 8;
+  /// StreamStates readers one client may hold open on one session.
+  int max_stream_readers_per_client = 4;
+  /// Viewer pages (WebSockets) one client may hold open at once.
+  int max_viewer_pages_per_client = 4;
+  /// gRPC: a connection that has not finished its HTTP/2 (and TLS) handshake within this time is
+  /// closed [s].
+  double handshake_timeout_s = 5.0;
 
   // Models and sessions
   std::string model_directory;  ///< bundled models; empty: the default search (model_loader.h)

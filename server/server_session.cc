@@ -135,8 +135,12 @@ Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds rece
   }
   // Bounded work per request: steps are cycles the RT thread runs back to back (other modes
   // ignore them).
-  if (mode() == rt::SessionMode::kLockstep && command.steps() > maxStepCycles()) {
-    return Rejection::kTooManySteps;
+  if (mode() == rt::SessionMode::kLockstep) {
+    if (command.steps() > maxStepCycles()) return Rejection::kTooManySteps;
+    // ... and cost CPU time: bounded per request and per session's queue, before any is queued
+    const std::uint64_t cycles =
+        isSync(command) ? command.steps() : std::max<std::uint64_t>(1, command.steps());
+    if (const Rejection over = checkBudget(cycles); over != Rejection::kNone) return over;
   }
   const rt::SessionState now = session_->state();
   if (now == rt::SessionState::kStopped || now == rt::SessionState::kFaulted) {
@@ -163,6 +167,55 @@ Rejection ServerSession::submit(const v1::Command& command, rt::Nanoseconds rece
     return Rejection::kInactive;
   }
   return Rejection::kDropped;
+}
+
+double ServerSession::cpuSeconds(std::uint64_t cycles) const {
+  return static_cast<double>(cycles) * static_cast<double>(session_->cycleCost()) * 1e-9;
+}
+
+Rejection ServerSession::checkBudget(std::uint64_t cycles) const {
+  if (mode() != rt::SessionMode::kLockstep || cycles == 0) return Rejection::kNone;
+  if (cpuSeconds(cycles) > max_request_cpu_s_) return Rejection::kTooCostly;
+  if (cpuSeconds(session_->queuedCycles() + cycles) > max_queued_cpu_s_) {
+    return Rejection::kOverBudget;
+  }
+  return Rejection::kNone;
+}
+
+void ServerSession::dropQueuedWork(const char* why) {
+  if (mode() != rt::SessionMode::kLockstep) return;
+  session_->dropQueuedWork();
+  work_drops_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard lock(step_mutex_);
+    step_target_ = 0;  // the next Step counts from the published cycle again
+  }
+  std::vector<StateSink*> sinks;
+  std::lock_guard lock(sinks_mutex_);
+  {
+    std::lock_guard fresh(new_sinks_mutex_);
+    sinks = new_sinks_;
+  }
+  sinks.insert(sinks.end(), sinks_.begin(), sinks_.end());
+  for (StateSink* sink : sinks) sink->onWorkDropped(why);
+}
+
+bool ServerSession::claimClientReader(const std::string& client, int limit) {
+  std::lock_guard lock(client_readers_mutex_);
+  int& open = client_readers_[client];
+  if (open >= limit) {
+    if (open == 0) client_readers_.erase(client);
+    return false;
+  }
+  ++open;
+  return true;
+}
+
+void ServerSession::releaseClientReader(const std::string& client) {
+  std::lock_guard lock(client_readers_mutex_);
+  const auto it = client_readers_.find(client);
+  if (it == client_readers_.end()) return;
+  if (--it->second <= 0) client_readers_.erase(it);
 }
 
 void ServerSession::close() {
@@ -419,6 +472,7 @@ void ServerSession::fillStats(v1::SessionStats* out) {
   commands->set_applied(s.commands_applied);
   commands->set_superseded(s.commands_superseded);
   commands->set_dropped(s.commands_dropped);
+  commands->set_cycles_dropped(s.cycles_dropped);
   commands->set_rejected(s.commands_rejected);
   commands->set_success_rate(s.command_success_rate);
   commands->set_age_ns(s.command_age);

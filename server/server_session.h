@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,9 @@ struct SharedWorkers;
 class StateSink {
  public:
   virtual ~StateSink() = default;
+  /// LOCKSTEP: the session's queued cycles were dropped (ServerSession::dropQueuedWork): a call
+  /// waiting for some of them will not see them run. Called with no lock of the sink's held.
+  virtual void onWorkDropped(const char* /*why*/) {}
   /// A newly published state (newest wins: cycles published while the previous call ran are
   /// skipped), or the current one again with `state_changed` when the session's life-cycle state
   /// changed (started, paused, reset, stopped, faulted) — then `state.state` is the new state.
@@ -129,6 +133,39 @@ class ServerSession {
     max_step_cycles_.store(cycles, std::memory_order_relaxed);
   }
   std::uint32_t maxStepCycles() const { return max_step_cycles_.load(std::memory_order_relaxed); }
+  /// LOCKSTEP: the CPU time one request may ask for and the session's queued work may reach
+  /// (limits.max_request_cpu_s, max_queued_cpu_s) [s]; set before the session is handed to its
+  /// transports.
+  void setCpuBudget(double request_s, double queued_s) {
+    max_request_cpu_s_ = request_s;
+    max_queued_cpu_s_ = queued_s;
+  }
+  double maxRequestCpu() const { return max_request_cpu_s_; }
+  double maxQueuedCpu() const { return max_queued_cpu_s_; }
+  /// LOCKSTEP: whether `cycles` more may be queued: kTooCostly when they alone cost more than
+  /// maxRequestCpu() at the measured cycle cost, kOverBudget when with the queued ones they pass
+  /// maxQueuedCpu(), else kNone. Other modes: always kNone.
+  Rejection checkBudget(std::uint64_t cycles) const;
+  /// The CPU time [s] `cycles` cost at the session's measured cycle cost.
+  double cpuSeconds(std::uint64_t cycles) const;
+  /// LOCKSTEP: drops the session's queued cycles (rt::SessionCore::dropQueuedWork) because the
+  /// caller that asked for them went away, and answers every Step call still waiting ABORTED.
+  void dropQueuedWork(const char* why);
+  /// How many times dropQueuedWork ran (a Step call compares it across its queueing).
+  std::uint64_t workDrops() const { return work_drops_.load(std::memory_order_acquire); }
+
+  // Ownership (docs/SERVER.md, "Isolation between clients"). Set once, before the session is
+  // handed to its transports.
+  /// The owner's secret: mutating calls must present it (or the operator's); empty: the
+  /// operator's session (a start-up session), which only the operator's secret acts on.
+  void setOwnerSecret(std::string secret) { owner_secret_ = std::move(secret); }
+  const std::string& ownerSecret() const { return owner_secret_; }
+  /// The client (peer address, without the port) that created it; empty for start-up sessions.
+  void setClient(std::string client) { client_ = std::move(client); }
+  const std::string& client() const { return client_; }
+  /// StreamStates readers per client: claim fails when `client` holds `limit` on this session.
+  bool claimClientReader(const std::string& client, int limit);
+  void releaseClientReader(const std::string& client);
 
   /// Stops the session and ends every sink (onClosed); later addSink calls get onClosed at once.
   /// The object lives on while transports still hold it. Idempotent.
@@ -209,6 +246,13 @@ class ServerSession {
   bool has_udp_key_ = false;
   std::atomic<std::uint16_t> udp_port_{0};
   std::atomic<std::uint32_t> max_step_cycles_{kDefaultMaxStepCycles};
+  std::atomic<std::uint64_t> work_drops_{0};
+  double max_request_cpu_s_ = 1.0;
+  double max_queued_cpu_s_ = 2.0;
+  std::string owner_secret_;
+  std::string client_;
+  std::mutex client_readers_mutex_;
+  std::map<std::string, int> client_readers_;
   TransportCounters udp_, grpc_;
   std::shared_ptr<SharedWorkers> shared_;  // outlives session_: its worker leaves it last
   std::unique_ptr<rt::Session> session_;

@@ -30,6 +30,17 @@ ServerSession::Token randomToken() {
   return token;
 }
 
+// 128 random bits as 32 hexadecimal digits: printable, so that it travels as gRPC metadata.
+std::string randomSecret() {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string secret;
+  for (const std::uint8_t byte : randomToken()) {
+    secret += kDigits[byte >> 4];
+    secret += kDigits[byte & 15];
+  }
+  return secret;
+}
+
 grpc::Status invalid(std::string message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)};
 }
@@ -372,11 +383,23 @@ std::unique_ptr<UdpEndpoint> SessionRegistry::openUdp(ServerSession& session,
   return nullptr;
 }
 
-grpc::Status SessionRegistry::checkSessionLimit() const {
-  if (static_cast<int>(sessions_.size()) < config_.max_sessions) return grpc::Status::OK;
-  return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-          "the server's session limit (" + std::to_string(config_.max_sessions) +
-              ") is reached: close a session first"};
+grpc::Status SessionRegistry::checkSessionLimit(const std::string& client) const {
+  if (static_cast<int>(sessions_.size()) >= config_.max_sessions) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "the server's session limit (" + std::to_string(config_.max_sessions) +
+                ") is reached: close a session first"};
+  }
+  if (client == kOperator) return grpc::Status::OK;
+  const auto held = std::count_if(sessions_.begin(), sessions_.end(), [&](const auto& entry) {
+    return entry.second.session->client() == client;
+  });
+  if (held >= config_.max_sessions_per_client) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "this client (" + client + ") holds " + std::to_string(held) +
+                " sessions, the limit per client (limits.max_sessions_per_client): close one "
+                "first"};
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
@@ -386,7 +409,7 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   {
     // a full server does not pay for a load (checked again below: creations run concurrently)
     std::lock_guard lock(mutex_);
-    if (grpc::Status status = checkSessionLimit(); !status.ok()) return status;
+    if (grpc::Status status = checkSessionLimit(owner); !status.ok()) return status;
   }
   std::shared_ptr<const Model> model;
   std::string model_name;
@@ -426,7 +449,7 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   // outside the lock: an eigendecomposition that Step and the transports must not wait for
   const StepLimit step_limit = sessionStepLimit(request.config(), *model);
   std::lock_guard lock(mutex_);
-  if (grpc::Status status = checkSessionLimit(); !status.ok()) return status;
+  if (grpc::Status status = checkSessionLimit(owner); !status.ok()) return status;
   const std::uint64_t id = next_id_;
   rt::SessionConfig rt_config;
   v1::SessionConfig effective;
@@ -453,12 +476,20 @@ grpc::Status SessionRegistry::create(const v1::CreateSessionRequest& request,
   } catch (const std::exception& e) {
     return invalid(e.what());
   }
-  entry.session->setMaxStepCycles(config_.max_step_cycles);  // before any transport sees it
+  // before any transport sees it
+  entry.session->setMaxStepCycles(config_.max_step_cycles);
+  entry.session->setCpuBudget(config_.max_request_cpu_s, config_.max_queued_cpu_s);
+  if (owner != kOperator) {
+    // the client's session: only the holder of this secret (or the operator) may drive it
+    entry.session->setClient(owner);
+    entry.session->setOwnerSecret(randomSecret());
+    response->set_owner_secret(entry.session->ownerSecret());
+  }
   if (config_.udp_enabled && config_.udp_authentication == v1::UDP_AUTHENTICATION_MAC) {
     udp::Key key;
     entry.session->setUdpKey(udp::Key::fromBytes(udp_key, &key) ? key : udp::Key::random());
   }
-  entry.session->setOwner(std::move(owner));
+  entry.session->setOwner(owner == kOperator ? "operator" : std::move(owner));
   if (config_.udp_enabled) {
     try {
       entry.udp = openUdp(*entry.session, udp_port);

@@ -27,6 +27,10 @@ class UdpEndpoint;
 
 class SessionRegistry {
  public:
+  /// The `owner` of create() for the operator's sessions (start-up sessions): no owner secret, no
+  /// quota; only the operator's secret drives them.
+  static constexpr const char* kOperator = "config";
+
   /// How long CreateSession with a model text waits for another text's load before it answers
   /// UNAVAILABLE. Loads within the default limits take well under a second (docs/SERVER.md), but
   /// a text built to be slow can take longer, and a waiting call holds one of gRPC's callback
@@ -44,7 +48,9 @@ class SessionRegistry {
   /// models.directory) is the one loaded at start-up, shared by its sessions; a model text, or a
   /// file added to models.directory since, is loaded for the request, after waiting at most
   /// kTextLoadWait for another load.
-  /// `owner`: who asks (the gRPC peer), shown by ListSessions. `udp_key`: MAC, the 32 bytes of
+  /// `owner`: who asks — the client's address (clientAddress of the gRPC peer), whose sessions
+  /// are counted against limits.max_sessions_per_client and which gets an owner secret
+  /// (CreateSessionResponse.owner_secret) — or kOperator. `udp_key`: MAC, the 32 bytes of
   /// the session's key (a start-up session's udp_key_file); empty: a random one.
   grpc::Status create(const v1::CreateSessionRequest& request, v1::CreateSessionResponse* response,
                       std::uint16_t udp_port = 0, std::string owner = "config",
@@ -85,7 +91,8 @@ class SessionRegistry {
   };
   grpc::Status loadModel(const v1::ModelSource& source, std::shared_ptr<const Model>* model,
                          std::string* name) const;
-  grpc::Status checkSessionLimit() const;  ///< RESOURCE_EXHAUSTED when full; with mutex_ held
+  /// RESOURCE_EXHAUSTED when the server is full or `client` holds its quota; with mutex_ held.
+  grpc::Status checkSessionLimit(const std::string& client) const;
   std::unique_ptr<UdpEndpoint> openUdp(ServerSession& session, std::uint16_t requested_port);
   // <models.directory>/<name>.yaml, .yml or .urdf where one exists, else empty
   std::string directoryModelPath(const std::string& name) const;

@@ -17,6 +17,8 @@ std::string_view rejectionName(Rejection rejection) {
     case Rejection::kWrongSize: return "wrong_size";
     case Rejection::kNonFinite: return "non_finite";
     case Rejection::kTooManySteps: return "too_many_steps";
+    case Rejection::kTooCostly: return "too_costly";
+    case Rejection::kOverBudget: return "over_budget";
     case Rejection::kInactive: return "inactive";
     case Rejection::kDropped: return "dropped";
   }
@@ -37,6 +39,8 @@ void TransportCounters::count(Rejection outcome) {
     case Rejection::kWrongSize: counter = &wrong_size; break;
     case Rejection::kNonFinite: counter = &non_finite; break;
     case Rejection::kTooManySteps: counter = &too_many_steps; break;
+    case Rejection::kTooCostly: counter = &too_costly; break;
+    case Rejection::kOverBudget: counter = &over_budget; break;
     case Rejection::kInactive: counter = &inactive; break;
     case Rejection::kDropped: counter = &dropped; break;
   }
@@ -57,6 +61,8 @@ void TransportCounters::toProto(v1::TransportStats* out) const {
   out->set_wrong_size(wrong_size.load(r));
   out->set_non_finite(non_finite.load(r));
   out->set_too_many_steps(too_many_steps.load(r));
+  out->set_too_costly(too_costly.load(r));
+  out->set_over_budget(over_budget.load(r));
   out->set_inactive(inactive.load(r));
   out->set_dropped(dropped.load(r));
   out->set_states_sent(states_sent.load(r));
@@ -66,7 +72,7 @@ void TransportCounters::toProto(v1::TransportStats* out) const {
 
 void TransportCounters::reset() {
   for (auto* c : {&received, &accepted, &oversize, &malformed, &unknown_session, &unauthenticated,
-                  &replayed, &stale, &duplicate, &wrong_size, &non_finite, &too_many_steps, &inactive,
+                  &replayed, &stale, &duplicate, &wrong_size, &non_finite, &too_many_steps, &too_costly, &over_budget, &inactive,
                   &dropped, &states_sent, &states_skipped, &send_errors}) {
     c->store(0, std::memory_order_relaxed);
   }

@@ -29,8 +29,10 @@ enum class Rejection : std::uint8_t {
   kWrongSize,       ///< tau neither empty nor nv values
   kNonFinite,       ///< a NaN or infinite torque
   kTooManySteps,    ///< LOCKSTEP: steps above the server's limits.max_step_cycles
+  kTooCostly,       ///< LOCKSTEP: steps × the measured cycle cost above limits.max_request_cpu_s
   kInactive,        ///< the session is STOPPED or FAULTED
   kDropped,         ///< the session's command channel is full
+  kOverBudget,      ///< LOCKSTEP: the session's queued work would pass limits.max_queued_cpu_s
 };
 
 /// "oversize", "malformed", … (the TransportStats field names); "accepted" for kNone.
@@ -50,6 +52,8 @@ struct TransportCounters {
   std::atomic<std::uint64_t> wrong_size{0};
   std::atomic<std::uint64_t> non_finite{0};
   std::atomic<std::uint64_t> too_many_steps{0};
+  std::atomic<std::uint64_t> too_costly{0};
+  std::atomic<std::uint64_t> over_budget{0};
   std::atomic<std::uint64_t> inactive{0};
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<std::uint64_t> states_sent{0};

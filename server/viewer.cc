@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,7 @@ struct Watcher {
   int last_state = -1;
   Clock::time_point last_sent{};
   bool said_closed = false;
+  std::string client;  // the page's peer address (limits.max_viewer_pages_per_client)
 };
 
 struct Viewer::Impl {
@@ -132,6 +134,8 @@ struct Viewer::Impl {
 
   std::mutex watchers_mutex;
   std::vector<std::shared_ptr<Watcher>> watchers;
+  std::mutex clients_mutex;
+  std::map<std::string, int> client_pages;  // open pages per peer address
 
   std::mutex feed_mutex;
   std::condition_variable feed_wake;
@@ -168,6 +172,14 @@ struct Viewer::Impl {
       }
     }
     return false;
+  }
+
+  bool mayDrive(const mg_connection* conn, const ServerSession& session) const {
+    const char* header = mg_get_header(conn, "X-Hilsim-Owner");
+    if (header == nullptr || *header == '\0') return false;
+    const std::string_view presented(header);
+    return (!config.operator_secret.empty() && sameSecret(presented, config.operator_secret)) ||
+           (!session.ownerSecret().empty() && sameSecret(presented, session.ownerSecret()));
   }
 
   /// DNS rebinding: a site whose name an attacker points at this host would be "same origin" to
@@ -240,6 +252,12 @@ struct Viewer::Impl {
     const char* marker = mg_get_header(conn, "X-Hilsim-Viewer");
     if (marker == nullptr || !sameOrigin(conn)) {
       return refuse(conn, 403, "actions need the X-Hilsim-Viewer header and this server's origin");
+    }
+    // as over gRPC, only the session's owner (or the operator) drives it
+    if (!mayDrive(conn, *session)) {
+      return refuse(conn, 403,
+                    "this session belongs to the client that created it: actions need its owner "
+                    "secret, or the operator's, in the X-Hilsim-Owner header");
     }
     session->touch();
     std::string why;
@@ -316,8 +334,20 @@ struct Viewer::Impl {
     watcher->session = std::move(session);
     watcher->poser = std::make_unique<ViewerPoser>(watcher->session->model());
     auto held = std::make_unique<std::shared_ptr<Watcher>>(std::move(watcher));
+    const std::string client = info->remote_addr;
+    {
+      std::lock_guard lock(clients_mutex);
+      int& open = client_pages[client];
+      if (open >= config.max_viewer_pages_per_client) {
+        if (open == 0) client_pages.erase(client);
+        return reject();
+      }
+      ++open;
+    }
+    (*held)->client = client;
     if (counters.pages.fetch_add(1, std::memory_order_acq_rel) >= kMaxPages) {
       counters.pages.fetch_sub(1, std::memory_order_acq_rel);
+      releaseClientPage(client);
       return reject();
     }
     // owned by the connection until the close handler takes it back
@@ -354,8 +384,16 @@ struct Viewer::Impl {
       std::lock_guard lock((*held)->mutex);  // waits for a frame being written
       (*held)->connection = nullptr;
     }
+    releaseClientPage((*held)->client);
     delete held;
     counters.pages.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  void releaseClientPage(const std::string& client) {
+    std::lock_guard lock(clients_mutex);
+    const auto it = client_pages.find(client);
+    if (it == client_pages.end()) return;
+    if (--it->second <= 0) client_pages.erase(it);
   }
 
   /// Sends `watcher` its session's newest state when it changed, or once a second anyway (the
@@ -516,11 +554,19 @@ Viewer::Viewer(const ServerConfig& config, SessionRegistry& registry)
     : impl_(std::make_unique<Impl>(config, registry)) {
   mg_init_library(0);
   const std::string listen = config.bind_address + ":" + std::to_string(config.viewer_port);
-  // every open page holds a worker (its WebSocket); eight more serve the files and the API
-  const std::string threads = std::to_string(kMaxPages + 8);
+  // Every open page holds a worker (its WebSocket); the others serve the files and the API. A
+  // connection holds a worker from its accept until its request is read (civetweb reads it on
+  // the worker): idle or slow connections take the workers for request_timeout_ms each, so there
+  // are many (threads that wait cost only their stacks) and the timeout is short.
+  const std::string threads = std::to_string(kMaxPages + kApiWorkers);
   const char* options[] = {"listening_ports", listen.c_str(),
                            "num_threads", threads.c_str(),
-                           "request_timeout_ms", "2000",
+                           "request_timeout_ms", "1000",
+                           // no CORS approval of any kind: civetweb's default is "*" (any site
+                           // could read the API from the operator's browser)
+                           "access_control_allow_origin", "",
+                           "access_control_allow_methods", "",
+                           "access_control_allow_headers", "",
                            // a page that stops reading holds the feed thread at most 2 s, once
                            // (then it is closed); an idle one is pinged, and closed when its
                            // browser does not answer (a half-open peer frees its place)

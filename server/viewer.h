@@ -28,8 +28,12 @@ struct ViewerCounters {
 class Viewer {
  public:
   /// Most WebSockets open at once; one more is refused. civetweb gives each open WebSocket a
-  /// worker thread of its own, so the server runs this many workers and eight more for requests.
+  /// worker thread of its own, so the server runs this many workers and kApiWorkers more for
+  /// requests. One client holds at most limits.max_viewer_pages_per_client of them.
   static constexpr int kMaxPages = 16;
+  /// Workers for files and API requests: a connection holds one until its request is read (at
+  /// most 1 s), so idle connections must arrive faster than this many a second to delay others.
+  static constexpr int kApiWorkers = 64;
 
   /// Serves on config.bind_address:config.viewer_port (0: an ephemeral port). When
   /// config.access_token is set every request but the page's own files must carry it

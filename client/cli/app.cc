@@ -46,11 +46,13 @@ std::string environmentOr(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
-/// The server options' defaults, overridden by HILSIM_SERVER and HILSIM_ACCESS_TOKEN.
+/// The server options' defaults, overridden by HILSIM_SERVER, HILSIM_ACCESS_TOKEN and
+/// HILSIM_OWNER_SECRET.
 ServerOptions serverOptionsFromEnvironment() {
   ServerOptions server;
   server.server = environmentOr("HILSIM_SERVER", server.server);
   server.client.access_token = environmentOr("HILSIM_ACCESS_TOKEN", "");
+  server.client.owner_secret = environmentOr("HILSIM_OWNER_SECRET", "");
   return server;
 }
 
@@ -61,6 +63,9 @@ void addServerOptions(CLI::App* command, ServerOptions& server) {
       ->capture_default_str();
   command->add_option("--token", server.client.access_token,
                       "Access token sent as 'authorization: Bearer' (env HILSIM_ACCESS_TOKEN)");
+  command->add_option("--owner-secret", server.client.owner_secret,
+                      "Owner secret of the session acted on, as 'session create' printed it, or "
+                      "the server's operator secret (env HILSIM_OWNER_SECRET)");
   command->add_flag("--tls", server.client.tls, "Connect with TLS (system root certificates)");
   command->add_option("--tls-ca", server.client.tls_root_ca_file,
                       "Root certificate (PEM) to check the server's TLS certificate; "

@@ -326,8 +326,10 @@ void writeSessionStats(const v1::SessionStats& s, std::ostream& out) {
   transportRow(out, "wrong_size", u.wrong_size(), g.wrong_size());
   transportRow(out, "non_finite", u.non_finite(), g.non_finite());
   transportRow(out, "too_many_steps", u.too_many_steps(), g.too_many_steps());
+  transportRow(out, "too_costly", u.too_costly(), g.too_costly());
   transportRow(out, "inactive", u.inactive(), g.inactive());
   transportRow(out, "dropped", u.dropped(), g.dropped());
+  transportRow(out, "over_budget", u.over_budget(), g.over_budget());
   transportRow(out, "states_sent", u.states_sent(), g.states_sent());
   transportRow(out, "states_skipped", u.states_skipped(), g.states_skipped());
   transportRow(out, "send_errors", u.send_errors(), g.send_errors());
@@ -615,6 +617,10 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
   } else {
     out << "udp token  " << tokenHex(response.udp_token())
         << "  (shown only now: UDP controllers need it)\n";
+  }
+  if (!response.owner_secret().empty()) {
+    out << "owner      " << response.owner_secret()
+        << "  (shown only now: --owner-secret of the commands that change the session)\n";
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,6 +28,25 @@ namespace hilsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The owner secret `session create` printed, as HILSIM_OWNER_SECRET for the commands that follow
+// (as a shell user would export it) until the guard goes.
+class OwnerSecretFrom {
+ public:
+  explicit OwnerSecretFrom(const std::string& created) {
+    std::istringstream lines(created);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::string first, secret;
+      words >> first >> secret;
+      if (first == "owner") ::setenv("HILSIM_OWNER_SECRET", secret.c_str(), 1);
+    }
+  }
+  ~OwnerSecretFrom() { ::unsetenv("HILSIM_OWNER_SECRET"); }
+  OwnerSecretFrom(const OwnerSecretFrom&) = delete;
+  OwnerSecretFrom& operator=(const OwnerSecretFrom&) = delete;
+};
 
 class LatencyTest : public ::testing::Test {
  protected:
@@ -198,6 +218,8 @@ TEST_F(LatencyTest, AttachesToAnExistingSessionAndPrintsJson) {
   }
   ASSERT_FALSE(id.empty()) << created.str();
   ASSERT_EQ(key.size(), 64u) << created.str();
+  const OwnerSecretFrom owner(created.str());
+  EXPECT_NE(std::getenv("HILSIM_OWNER_SECRET"), nullptr) << created.str();
   std::ostringstream out;
   ASSERT_EQ(run({"latency", "--server", server_->grpcTarget(), "--session", id, "--udp-key",
                  key, "--duration", "0.5", "--json"},
@@ -251,6 +273,7 @@ TEST_F(LatencyTest, ASessionFromAModelFileIsAddressedByItsName) {
       << err.str();
   EXPECT_NE(created.str().find("(arm)"), std::string::npos) << created.str();
   EXPECT_NE(created.str().find("model      ur5, lockstep"), std::string::npos) << created.str();
+  const OwnerSecretFrom owner(created.str());
   std::ostringstream stepped;
   ASSERT_EQ(run({"session", "step", "arm", "10", "--server", target}, stepped, err), 0) << err.str();
   EXPECT_NE(stepped.str().find("cycle 10, t 0.01 s"), std::string::npos) << stepped.str();
@@ -298,6 +321,7 @@ TEST_F(LatencyTest, SessionCreateTakesDrivesAndStepTakesSetPoints) {
                 created, err),
             0)
       << err.str();
+  const OwnerSecretFrom owner(created.str());
   std::ostringstream stepped;
   // the gravity torque 9.81 sin 0.5 as feed-forward: the drive settles on its set-point
   ASSERT_EQ(run({"session", "step", "pd", "3000", "--position", "0.5", "--tau",
@@ -346,6 +370,7 @@ TEST_F(LatencyTest, SessionFaultsAreScheduledInjectedShownAndCleared) {
                 created, err),
             0)
       << err.str();
+  const OwnerSecretFrom owner(created.str());
   std::ostringstream injected;
   ASSERT_EQ(run({"session", "fault", "flt", "cut_drive@hinge:value=0.25", "--server", target},
                 injected, err),

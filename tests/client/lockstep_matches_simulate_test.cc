@@ -51,9 +51,11 @@ TEST(LockstepMatchesSimulate, StepReproducesTheOfflineTrajectoryExactly) {
   server.start();
   auto stub = hilsim::v1::Simulation::NewStub(
       grpc::CreateChannel(server.grpcTarget(), grpc::InsecureChannelCredentials()));
-  auto context = [] {
+  std::string owner;  // the session's owner secret, once created
+  auto context = [&owner] {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    if (!owner.empty()) c->AddMetadata("hilsim-owner", owner);
     return c;
   };
 
@@ -70,6 +72,7 @@ TEST(LockstepMatchesSimulate, StepReproducesTheOfflineTrajectoryExactly) {
   }
   hilsim::v1::CreateSessionResponse created;
   ASSERT_TRUE(stub->CreateSession(context().get(), request, &created).ok());
+  owner = created.owner_secret();
   hilsim::v1::SessionRequest start;
   start.set_session_id(created.session().session_id());
   hilsim::v1::SessionInfo info;

@@ -277,7 +277,7 @@ TEST(MetricsExporterTest, RendersEveryFamilyWithExactValuesAndLabels) {
     sum += value;
   }
   EXPECT_EQ(sum, 63.0);
-  EXPECT_EQ(countOf(samples, "hilsim_transport_messages_total"), 2 * 2 * 13);
+  EXPECT_EQ(countOf(samples, "hilsim_transport_messages_total"), 2 * 2 * 15);
   const auto grpc = with(kArm, "transport", "grpc");
   EXPECT_EQ(valueOf(samples, "hilsim_transport_messages_total", with(grpc, "outcome", "accepted")),
             11.0);

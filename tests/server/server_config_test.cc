@@ -103,8 +103,15 @@ TEST_F(ServerConfigTest, ShippedFileHasTheDocumentedValues) {
   EXPECT_EQ(c.max_sessions, 16);
   EXPECT_EQ(c.max_control_rate_hz, 10000.0);
   EXPECT_EQ(c.max_substeps, 1000);
-  EXPECT_EQ(c.max_fifo_priority, 90);
+  EXPECT_EQ(c.max_fifo_priority, 0) << "no real-time priority unless the operator grants it";
   EXPECT_TRUE(c.allowed_cpus.empty());
+  EXPECT_EQ(c.max_request_cpu_s, 1.0);
+  EXPECT_EQ(c.max_queued_cpu_s, 2.0);
+  EXPECT_EQ(c.max_sessions_per_client, 8);
+  EXPECT_EQ(c.max_stream_readers_per_client, 4);
+  EXPECT_EQ(c.max_viewer_pages_per_client, 4);
+  EXPECT_EQ(c.handshake_timeout_s, 5.0);
+  EXPECT_TRUE(c.operator_secret.empty());
   EXPECT_EQ(c.max_model_text_bytes, 512u << 10);
   EXPECT_EQ(c.max_model_bodies, 2000);
   EXPECT_EQ(c.max_model_modes, 32);
@@ -410,6 +417,44 @@ TEST_F(ServerConfigTest, EnvironmentTokenAppliesWhenTheFileGivesNone) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(kTokenVariable), std::string::npos) << e.what();
   }
+}
+
+// What keeps clients apart (docs/SERVER.md, "Isolation between clients"): the operator's secret
+// from the file, a secret file or the environment; the CPU budgets and the quotas per client.
+TEST_F(ServerConfigTest, IsolationLimitsAndTheOperatorSecretAreRead) {
+  ::unsetenv("HILSIM_OPERATOR_SECRET");
+  const ServerConfig c = parseServerConfig(
+      "security: {operator_secret: op-1}\n"
+      "limits: {max_request_cpu_s: 0.5, max_queued_cpu_s: 4, max_sessions_per_client: 2,\n"
+      "         max_stream_readers_per_client: 3, max_viewer_pages_per_client: 5,\n"
+      "         handshake_timeout_s: 2.5}\n",
+      (dir_ / "server.yaml").string());
+  EXPECT_EQ(c.operator_secret, "op-1");
+  EXPECT_EQ(c.max_request_cpu_s, 0.5);
+  EXPECT_EQ(c.max_queued_cpu_s, 4.0);
+  EXPECT_EQ(c.max_sessions_per_client, 2);
+  EXPECT_EQ(c.max_stream_readers_per_client, 3);
+  EXPECT_EQ(c.max_viewer_pages_per_client, 5);
+  EXPECT_EQ(c.handshake_timeout_s, 2.5);
+  write("operator", "op-from-file\n");
+  EXPECT_EQ(parseServerConfig("security: {operator_secret_file: operator}\n",
+                              (dir_ / "server.yaml").string())
+                .operator_secret,
+            "op-from-file");
+  ::setenv("HILSIM_OPERATOR_SECRET", "op-from-environment", 1);
+  EXPECT_EQ(parseServerConfig("", "<test>").operator_secret, "op-from-environment");
+  EXPECT_EQ(parseServerConfig("security: {operator_secret: op-1}\n", "<test>").operator_secret,
+            "op-1");
+  ::unsetenv("HILSIM_OPERATOR_SECRET");
+  expectError("security: {operator_secret: a, operator_secret_file: operator}\n",
+              "security.operator_secret_file", "not both");
+  expectError("security: {operator_secret: two words}\n", "security.operator_secret");
+  expectError("limits: {max_request_cpu_s: 3, max_queued_cpu_s: 2}\n", "limits",
+              "no request could be queued");
+  expectError("limits: {max_request_cpu_s: 0}\n", "limits.max_request_cpu_s");
+  expectError("limits: {max_viewer_pages_per_client: 17}\n",
+              "limits.max_viewer_pages_per_client");
+  expectError("limits: {handshake_timeout_s: 0.01}\n", "limits.handshake_timeout_s");
 }
 
 // A start-up session's hardware models: drives, actuators and sensors, keyed by the contract's

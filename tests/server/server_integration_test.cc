@@ -37,6 +37,14 @@ namespace {
 
 using grpc::StatusCode;
 
+constexpr const char* kOperatorSecret = "operator-secret-of-the-tests";
+
+client::ClientOptions operatorOptions() {
+  client::ClientOptions options;
+  options.owner_secret = kOperatorSecret;
+  return options;
+}
+
 ServerConfig testConfig() {
   ServerConfig config;
   config.grpc_port = 0;
@@ -45,6 +53,13 @@ ServerConfig testConfig() {
   config.metrics_enabled = false;
   config.viewer_enabled = false;
   config.session_defaults.mutable_thread()->set_lock_memory(false);  // unprivileged runs
+  // the tests below act as the operator, who may drive every session (the isolation between
+  // clients has its own tests, which call without it)
+  config.operator_secret = kOperatorSecret;
+  // The CPU budgets of lockstep requests have their own suite (isolation_test); here a humanoid's
+  // 200 cycles must pass in a sanitizer build too, whose cycles cost ten times more.
+  config.max_request_cpu_s = 60.0;
+  config.max_queued_cpu_s = 120.0;
   return config;
 }
 
@@ -65,6 +80,7 @@ class ServerTest : public ::testing::Test {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
     if (!token_.empty()) c->AddMetadata("authorization", "Bearer " + token_);
+    if (!owner_.empty()) c->AddMetadata("hilsim-owner", owner_);
     return c;
   }
 
@@ -103,6 +119,7 @@ class ServerTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Simulation::Stub> stub_;
   std::string token_;
+  std::string owner_ = kOperatorSecret;  // sent as hilsim-owner
 };
 
 TEST_F(ServerTest, ListsBundledModelsDefaultFirst) {
@@ -1161,6 +1178,10 @@ TEST_F(ServerTest, WatchdogTripsWhenTheControllerGoesSilent) {
 
 // Two sessions run at once; ten viewers watch one of them without disturbing it.
 TEST_F(ServerTest, TwoSessionsAndTenSubscribers) {
+  ServerConfig config = testConfig();
+  config.max_stream_readers_per_client = 10;  // the ten subscribers come from one address
+  server_->shutdown();
+  startServer(config);
   const v1::SessionInfo a = createBundled("pendulum", v1::SESSION_MODE_REALTIME);
   const v1::SessionInfo b = createBundled("iiwa14", v1::SESSION_MODE_REALTIME);
   ASSERT_TRUE(start(a.session_id()).ok());
@@ -1433,7 +1454,7 @@ TEST_F(ServerTest, ASessionNobodyUsesIsClosedWhenItsLeaseRunsOut) {
   const v1::SessionInfo lasting = createBundled("pendulum", v1::SESSION_MODE_LOCKSTEP);  // none
   ASSERT_TRUE(start(stepped).ok());
   ASSERT_TRUE(start(streamed).ok());
-  client::SimulationClient client(server_->grpcTarget());
+  client::SimulationClient client(server_->grpcTarget(), operatorOptions());
   auto control = client.openControl(streamed);  // open, silent
   control->sync();
   v1::ListSessionsResponse listed;
@@ -1482,7 +1503,7 @@ TEST_F(ServerTest, ALeaseOfZeroIsNeverAndAWatchedSessionIsInUse) {
   const std::uint64_t watched = create_named("watched", std::nullopt);
   const std::uint64_t left = create_named("left", std::nullopt);
   ASSERT_TRUE(start(watched).ok());
-  client::SimulationClient client(server_->grpcTarget());
+  client::SimulationClient client(server_->grpcTarget(), operatorOptions());
   auto stream = client.streamStates(watched);
   v1::State state;
   ASSERT_TRUE(stream->read(state));
@@ -1684,6 +1705,9 @@ TEST_F(ServerTest, SharedWorkersRunSessionsPlaceThemAndRefuseWhatWouldOverloadTh
   ServerConfig config = testConfig();
   config.workers.count = 2;
   config.workers.lock_memory = false;
+  // placement here, the bound below: the arm at 4 kHz takes about 80 % of a core under
+  // ThreadSanitizer, at the default bound
+  config.workers.max_utilisation = 1.0;
   config.metrics_enabled = true;
   config.metrics_port = 0;
   startServer(config);

@@ -186,6 +186,8 @@ class FrameReader {
 
 // --- a server with the viewer on an ephemeral port ---
 
+constexpr const char* kOperatorSecret = "viewer-test-operator";
+
 class ViewerTest : public ::testing::Test {
  protected:
   void startServer(ServerConfig config) {
@@ -199,6 +201,7 @@ class ViewerTest : public ::testing::Test {
     config.viewer_enabled = true;
     config.viewer_port = 0;
     config.session_defaults.mutable_thread()->set_lock_memory(false);
+    config.operator_secret = kOperatorSecret;
     startServer(config);
   }
   void TearDown() override {
@@ -496,10 +499,19 @@ TEST_F(ViewerTest, ClosurePointsOfAnAssembledLoopCoincide) {
 TEST_F(ViewerTest, ActionsDriveTheSessionAndBadRequestsAreRefusedAndCounted) {
   const std::uint64_t id = createSession("pendulum", "swing", true);
   const std::string base = "/api/sessions/" + std::to_string(id);
-  const std::string marker = "X-Hilsim-Viewer: 1\r\n";
+  const std::string owner = std::string("X-Hilsim-Owner: ") + kOperatorSecret + "\r\n";
+  const std::string marker = "X-Hilsim-Viewer: 1\r\n" + owner;
   // a form of another site cannot set the header
-  EXPECT_EQ(request(port_, "POST", base + "/pause").status, 403);
-  Response r = request(port_, "POST", base + "/pause", marker);
+  EXPECT_EQ(request(port_, "POST", base + "/pause", owner).status, 403);
+  // a page without the session's owner secret (or the operator's) does not drive it
+  Response r = request(port_, "POST", base + "/pause", "X-Hilsim-Viewer: 1\r\n");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("owner secret"), std::string::npos) << r.body;
+  EXPECT_EQ(request(port_, "POST", base + "/pause",
+                    "X-Hilsim-Viewer: 1\r\nX-Hilsim-Owner: guessed\r\n")
+                .status,
+            403);
+  r = request(port_, "POST", base + "/pause", marker);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(fromJson<v1::SessionInfo>(r.body).state(), v1::SESSION_STATE_PAUSED);
   r = request(port_, "POST", base + "/pause", marker);
@@ -523,8 +535,8 @@ TEST_F(ViewerTest, ActionsDriveTheSessionAndBadRequestsAreRefusedAndCounted) {
   EXPECT_FALSE(unknown.connected());
   const auto sessions =
       fromJson<v1::ViewerSessions>(request(port_, "GET", "/api/sessions").body);
-  // 403, 409, 403, 404, 404, 405, 405, 400 and the refused WebSocket
-  EXPECT_EQ(sessions.viewer().refused(), 9u);
+  // 403 ×3, 409, 403, 404, 404, 405, 405, 400 and the refused WebSocket
+  EXPECT_EQ(sessions.viewer().refused(), 11u);
   // the refused requests changed nothing: the session is where the last accepted one left it
   EXPECT_EQ(server_->sessions().find(id)->session().state(), rt::SessionState::kCreated);
 }
@@ -615,6 +627,13 @@ TEST_F(ViewerTest, TheAccessTokenGuardsTheApiAndTheFramesButNotThePage) {
 // Each open page holds one of civetweb's workers: with the most pages open the API still answers,
 // and one page more is refused.
 TEST_F(ViewerTest, TheMostPagesStillLeaveTheApiAnswering) {
+  server_->shutdown();
+  ServerConfig config = test::loopbackServerConfig();
+  config.viewer_enabled = true;
+  config.viewer_port = 0;
+  config.session_defaults.mutable_thread()->set_lock_memory(false);
+  config.max_viewer_pages_per_client = Viewer::kMaxPages;  // every page from this one address
+  startServer(config);
   const std::uint64_t id = createSession("pendulum", "swing", true);
   const std::string path = "/ws/sessions/" + std::to_string(id);
   std::vector<std::unique_ptr<FrameReader>> pages;

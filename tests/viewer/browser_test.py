@@ -31,6 +31,7 @@ SCREENSHOT = os.environ.get("HILSIM_VIEWER_SCREENSHOT", "viewer.png")
 # Chromium draws WebGL on the CPU here (SwiftShader): on a loaded two-core machine a busy page
 # answers its buttons in seconds, not milliseconds. The bound is for a hang, not a speed.
 ACTION_TIMEOUT = 30
+OPERATOR = "browser-test-operator"
 
 CONFIG = """listen:
   address: 127.0.0.1
@@ -40,6 +41,8 @@ CONFIG = """listen:
   viewer: {enabled: true, port: 0, rate_hz: 30}
 models:
   directory: MODELS
+security:
+  operator_secret: OPERATOR
 session_defaults:
   thread: {lock_memory: false}
 sessions:
@@ -73,7 +76,7 @@ def server():
     shutil.copy(os.path.join(TEST_DATA, "io", "mesh_robot.urdf"), models)
     config = os.path.join(directory, "server.yaml")
     with open(config, "w") as f:
-        f.write(CONFIG.replace("MODELS", models))
+        f.write(CONFIG.replace("MODELS", models).replace("OPERATOR", OPERATOR))
     env = dict(os.environ)
     log_path = os.path.join(directory, "server.log")
     log = open(log_path, "w")
@@ -175,7 +178,8 @@ def spread(a, b):
 
 def test_the_page_shows_the_session_moving_and_its_buttons_drive_it(server, browser):
     browser.call("Page.enable")
-    browser.call("Page.navigate", url=server + "#session=1")
+    # the start-up sessions are the operator's: the page drives them with the operator's secret
+    browser.call("Page.navigate", url=server + f"#session=1&owner={OPERATOR}")
     wait_for(lambda: browser.evaluate("window.hilsimViewer && window.hilsimViewer.sceneLoaded"), 20,
              "the scene of session 1")
     wait_for(lambda: browser.evaluate("window.hilsimViewer.frames") >= 10, ACTION_TIMEOUT, "ten frames")

@@ -74,6 +74,22 @@ $('token-set').onclick = () => {
   refreshSessions();
 };
 
+// --- owner secret: start, pause and reset drive a session, which only its owner (the client
+// that created it, with the secret CreateSession returned) or the operator may do. Given in the
+// box, or as #owner=… in the address (read once, then dropped from the address).
+let owner = sessionStorage.getItem('hilsim-owner') || '';
+const ownerInHash = new URLSearchParams(location.hash.slice(1)).get('owner');
+if (ownerInHash) {
+  owner = ownerInHash;
+  sessionStorage.setItem('hilsim-owner', owner);
+}
+$('owner-set').onclick = () => {
+  owner = $('owner').value.trim();
+  sessionStorage.setItem('hilsim-owner', owner);
+  $('owner-box').hidden = true;
+  say('');
+};
+
 function say(text) {
   $('message').textContent = text;
   status.error = text;
@@ -696,10 +712,12 @@ function showState(name) {
 async function action(name) {
   if (!current) return;
   try {
-    await api(`/api/sessions/${current.id}/${name}`,
-      { method: 'POST', headers: { 'X-Hilsim-Viewer': '1' } });
+    const headers = { 'X-Hilsim-Viewer': '1' };
+    if (owner) headers['X-Hilsim-Owner'] = owner;
+    await api(`/api/sessions/${current.id}/${name}`, { method: 'POST', headers });
     say('');
   } catch (e) {
+    if (e.message.includes('owner secret')) $('owner-box').hidden = false;
     say(`${name}: ${e.message}`);
   }
 }

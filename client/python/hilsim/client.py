@@ -139,6 +139,9 @@ class CreatedSession:
     udp_token: bytes
     info: session_pb2.SessionInfo
     udp_key: bytes = b""
+    # the owner secret: the calls that change the session carry it (the client that created the
+    # session sends it by itself; another process passes it to set_owner_secret)
+    owner_secret: str = ""
 
     def __repr__(self) -> str:  # never the secrets
         return (f"CreatedSession(session_id={self.session_id}, udp_port={self.udp_port}, "
@@ -368,13 +371,18 @@ class SimulationClient:
 
     `target`: "host:port" (default $HILSIM_SERVER or 127.0.0.1:50051); `token`: the access
     token (default $HILSIM_ACCESS_TOKEN), sent as `authorization: Bearer …`; `timeout`: the
-    deadline of each unary call [s]."""
+    deadline of each unary call [s]; `owner_secret`: sent as `hilsim-owner` on the calls that
+    change a session this client did not create (another process's owner secret, or the
+    server's operator secret; default $HILSIM_OWNER_SECRET)."""
 
     def __init__(self, target: Optional[str] = None, token: Optional[str] = None,
-                 timeout: float = 5.0):
+                 timeout: float = 5.0, owner_secret: Optional[str] = None):
         self.target = target or os.environ.get("HILSIM_SERVER", "127.0.0.1:50051")
         token = token if token is not None else os.environ.get("HILSIM_ACCESS_TOKEN", "")
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
+        self._owner_secret = (owner_secret if owner_secret is not None
+                              else os.environ.get("HILSIM_OWNER_SECRET", ""))
+        self._owner_secrets: dict[int, str] = {}  # of the sessions this client created
         self._timeout = timeout
         self._channel = grpc.insecure_channel(self.target)
         self._stub = service_pb2_grpc.SimulationStub(self._channel)
@@ -388,10 +396,19 @@ class SimulationClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _call(self, name: str, request):
+    def set_owner_secret(self, session_id: int, secret: str) -> None:
+        """Drives `session_id` with `secret` from now on (a session another process created)."""
+        self._owner_secrets[session_id] = secret
+
+    def _metadata_for(self, session_id: int) -> list:
+        secret = self._owner_secrets.get(session_id, self._owner_secret)
+        return self._metadata + ([("hilsim-owner", secret)] if secret else [])
+
+    def _call(self, name: str, request, owned_session: int = 0):
+        """One unary call; `owned_session`: the session it changes (its owner secret is sent)."""
+        metadata = self._metadata_for(owned_session) if owned_session else self._metadata
         try:
-            return getattr(self._stub, name)(request, timeout=self._timeout,
-                                             metadata=self._metadata)
+            return getattr(self._stub, name)(request, timeout=self._timeout, metadata=metadata)
         except grpc.RpcError as error:
             raise RpcError(name, error.code(), error.details()) from None
 
@@ -465,6 +482,8 @@ class SimulationClient:
             request.config.faults.max_delay_cycles = max_fault_delay
         response = self._call("CreateSession", request)
         session_id = response.session.session_id
+        if response.owner_secret:
+            self._owner_secrets[session_id] = response.owner_secret
         info = response.session
         if start:
             try:
@@ -476,10 +495,11 @@ class SimulationClient:
                     pass  # the start's error is the one to report
                 raise
         return CreatedSession(session_id, response.session.udp_port, response.udp_token, info,
-                              response.udp_key)
+                              response.udp_key, response.owner_secret)
 
-    def _session(self, name: str, session_id: int):
-        return self._call(name, service_pb2.SessionRequest(session_id=session_id))
+    def _session(self, name: str, session_id: int, changes: bool = True):
+        return self._call(name, service_pb2.SessionRequest(session_id=session_id),
+                          session_id if changes else 0)
 
     def start_session(self, session_id: int) -> session_pb2.SessionInfo:
         return self._session("StartSession", session_id)
@@ -496,32 +516,33 @@ class SimulationClient:
             request.q.extend(_finite(q, "q"))
         if v is not None:
             request.v.extend(_finite(v, "v"))
-        return self._call("ResetSession", request)
+        return self._call("ResetSession", request, session_id)
 
     def close_session(self, session_id: int) -> session_pb2.SessionStats:
         """Stops and removes the session; returns its final statistics."""
         return self._session("CloseSession", session_id).final_stats
 
     def get_session(self, session_id: int) -> session_pb2.SessionInfo:
-        return self._session("GetSession", session_id)
+        return self._session("GetSession", session_id, changes=False)
 
     def list_sessions(self) -> list[session_pb2.SessionInfo]:
         return list(self._call("ListSessions", service_pb2.ListSessionsRequest()).sessions)
 
     def get_stats(self, session_id: int) -> session_pb2.SessionStats:
-        return self._session("GetStats", session_id)
+        return self._session("GetStats", session_id, changes=False)
 
     def inject_fault(self, session_id: int,
                      fault: types_pb2.InjectedFault) -> types_pb2.InjectedFault:
         """Injects `fault` (hilsim.fault(...)): it acts from the session's next control cycle (or
         its start_s, when later) for its duration, or until clear_faults; returns it with its id."""
         return self._call("InjectFault",
-                          service_pb2.InjectFaultRequest(session_id=session_id, fault=fault))
+                          service_pb2.InjectFaultRequest(session_id=session_id, fault=fault),
+                          session_id)
 
     def clear_faults(self, session_id: int, fault_id: int = 0) -> None:
         """Ends fault `fault_id` (0: every fault, scheduled ones too) at the next control cycle."""
         self._call("ClearFaults", service_pb2.ClearFaultsRequest(session_id=session_id,
-                                                                 id=fault_id))
+                                                                 id=fault_id), session_id)
 
     # --- control ------------------------------------------------------------------------------
 
@@ -540,12 +561,12 @@ class SimulationClient:
         if not (command.tau or command.position or command.velocity):
             nv = self.get_session(session_id).model.nv
             command.tau.extend([0.0] * nv)  # an empty command would be a sync: no step
-        return State.from_proto(self._call("Step", command))
+        return State.from_proto(self._call("Step", command, session_id))
 
     def control(self, session_id: int) -> ControlStream:
         """Opens the session's Control stream and binds it with a sync (its answer is the first
         State receive() returns)."""
-        stream = ControlStream(self._stub, session_id, self._metadata)
+        stream = ControlStream(self._stub, session_id, self._metadata_for(session_id))
         stream.sync()
         return stream
 

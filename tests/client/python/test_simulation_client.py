@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import hilsim
+from hilsim.v1 import types_pb2
 from model_texts import FINGER_URDF, PENDULUM_MJCF, PENDULUM_SDF
 
 
@@ -158,6 +159,25 @@ def test_errors_are_rpc_errors_with_the_servers_code(client):
     with pytest.raises(hilsim.RpcError) as gone:
         client.get_session(999)
     assert gone.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_only_the_owner_drives_its_session(client, server):
+    created = client.create_session("pendulum", mode="lockstep", start=True)
+    assert len(created.owner_secret) == 32
+    assert created.owner_secret not in repr(created)
+    with hilsim.SimulationClient(server) as stranger:
+        assert stranger.get_session(created.session_id).session_id == created.session_id
+        for call in (lambda: stranger.step(created.session_id, [0.0]),
+                     lambda: stranger.pause_session(created.session_id),
+                     lambda: stranger.close_session(created.session_id)):
+            with pytest.raises(hilsim.RpcError) as denied:
+                call()
+            assert denied.value.code == grpc.StatusCode.PERMISSION_DENIED
+            assert "owner secret" in denied.value.message
+        stranger.set_owner_secret(created.session_id, created.owner_secret)
+        assert stranger.step(created.session_id, [0.0], steps=3).cycle == 3
+    with hilsim.SimulationClient(server, owner_secret=created.owner_secret) as given:
+        assert given.pause_session(created.session_id).state == types_pb2.SESSION_STATE_PAUSED
 
 
 def test_a_model_text_is_sent_as_text(client):
