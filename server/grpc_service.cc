@@ -75,7 +75,8 @@ Status SimulationService::admit(grpc::CallbackServerContext* context) const {
 Status SimulationService::mayDrive(const ServerSession& session,
                                    const std::string& presented) const {
   if (!presented.empty()) {
-    if (!config_.operator_secret.empty() && constantTimeEquals(presented, config_.operator_secret)) {
+    if (!config_.operator_secret.empty() &&
+        constantTimeEquals(presented, config_.operator_secret)) {
       return Status::OK;
     }
     if (!session.ownerSecret().empty() && constantTimeEquals(presented, session.ownerSecret())) {
@@ -136,7 +137,8 @@ grpc::ServerUnaryReactor* SimulationService::CreateSession(grpc::CallbackServerC
 grpc::ServerUnaryReactor* SimulationService::StartSession(grpc::CallbackServerContext* context,
                                                           const v1::SessionRequest* request,
                                                           v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     std::string why;
     if (!session->start(&why)) return transitionFailed(why);
     session->fillInfo(response);
@@ -147,7 +149,8 @@ grpc::ServerUnaryReactor* SimulationService::StartSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::PauseSession(grpc::CallbackServerContext* context,
                                                           const v1::SessionRequest* request,
                                                           v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     std::string why;
     if (!session->pause(&why)) return transitionFailed(why);
     session->fillInfo(response);
@@ -158,7 +161,8 @@ grpc::ServerUnaryReactor* SimulationService::PauseSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::StopSession(grpc::CallbackServerContext* context,
                                                          const v1::SessionRequest* request,
                                                          v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     std::string why;
     if (!session->stop(&why)) return transitionFailed(why);
     session->fillInfo(response);
@@ -169,7 +173,8 @@ grpc::ServerUnaryReactor* SimulationService::StopSession(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* SimulationService::ResetSession(grpc::CallbackServerContext* context,
                                                           const v1::ResetSessionRequest* request,
                                                           v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     std::optional<Eigen::VectorXd> q, v;
     if (!request->q().empty()) {
       if (std::string e = checkVector(request->q(), session->nq(), "q", "nq"); !e.empty()) {
@@ -192,7 +197,8 @@ grpc::ServerUnaryReactor* SimulationService::ResetSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::CloseSession(grpc::CallbackServerContext* context,
                                                           const v1::SessionRequest* request,
                                                           v1::CloseSessionResponse* response) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     session.reset();  // the registry's close waits for the last holder
     if (!registry_.close(request->session_id(), response->mutable_final_stats())) {
       return Status{StatusCode::NOT_FOUND,
@@ -205,7 +211,8 @@ grpc::ServerUnaryReactor* SimulationService::CloseSession(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::GetSession(grpc::CallbackServerContext* context,
                                                         const v1::SessionRequest* request,
                                                         v1::SessionInfo* response) {
-  return onSession(context, request->session_id(), Access::kRead, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kRead,
+                   [&](std::shared_ptr<ServerSession>& session) {
     session->fillInfo(response);
     return Status::OK;
   });
@@ -225,7 +232,8 @@ grpc::ServerUnaryReactor* SimulationService::ListSessions(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* SimulationService::GetStats(grpc::CallbackServerContext* context,
                                                       const v1::SessionRequest* request,
                                                       v1::SessionStats* response) {
-  return onSession(context, request->session_id(), Access::kRead, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kRead,
+                   [&](std::shared_ptr<ServerSession>& session) {
     session->fillStats(response);
     return Status::OK;
   });
@@ -234,7 +242,8 @@ grpc::ServerUnaryReactor* SimulationService::GetStats(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* SimulationService::InjectFault(grpc::CallbackServerContext* context,
                                                          const v1::InjectFaultRequest* request,
                                                          v1::InjectedFault* response) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     rt::FaultSpec spec;
     if (std::string e = fromProto(request->fault(), false, "fault", &spec); !e.empty()) {
       return invalid(e);
@@ -260,7 +269,8 @@ grpc::ServerUnaryReactor* SimulationService::InjectFault(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* SimulationService::ClearFaults(grpc::CallbackServerContext* context,
                                                          const v1::ClearFaultsRequest* request,
                                                          v1::ClearFaultsResponse*) {
-  return onSession(context, request->session_id(), Access::kMutating, [&](std::shared_ptr<ServerSession>& session) {
+  return onSession(context, request->session_id(), Access::kMutating,
+                   [&](std::shared_ptr<ServerSession>& session) {
     if (!session->session().clearFaults(request->id())) {
       return Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                     "too many requests wait for the session's next cycle");
