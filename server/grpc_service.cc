@@ -74,15 +74,7 @@ Status SimulationService::admit(grpc::CallbackServerContext* context) const {
 
 Status SimulationService::mayDrive(const ServerSession& session,
                                    const std::string& presented) const {
-  if (!presented.empty()) {
-    if (!config_.operator_secret.empty() &&
-        constantTimeEquals(presented, config_.operator_secret)) {
-      return Status::OK;
-    }
-    if (!session.ownerSecret().empty() && constantTimeEquals(presented, session.ownerSecret())) {
-      return Status::OK;
-    }
-  }
+  if (session.drivenBy(presented, config_.operator_secret)) return Status::OK;
   return {StatusCode::PERMISSION_DENIED,
           sessionLabel(session.id()) +
               (session.ownerSecret().empty()

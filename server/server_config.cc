@@ -208,6 +208,11 @@ class Parser {
   // sections
   void parseListen(const Item& item);
   void parseSecurity(const Item& item);
+  /// A secret given as `key`, or as the content of the file `file_key` names (without its
+  /// trailing whitespace), not both; `what` names it in messages ("access token"). `target` is
+  /// left as it is when neither is given.
+  void readSecret(const Mapping& m, const char* key, const char* file_key, const char* what,
+                  std::string* target) const;
   void parseLimits(const Item& item);
   void parseModels(const Item& item);
   void parseSessionConfig(const Item& item, v1::SessionConfig& out, bool per_session) const;
@@ -584,44 +589,32 @@ void Parser::parseSecurity(const Item& item) {
       }
     }
   }
-  const auto token = m.get("access_token");
-  const auto token_file = m.get("access_token_file");
-  if (token && token_file) {
-    fail(*token_file, "give access_token or access_token_file, not both");
+  readSecret(m, "access_token", "access_token_file", "access token", &config_.access_token);
+  readSecret(m, "operator_secret", "operator_secret_file", "operator secret",
+             &config_.operator_secret);
+}
+
+void Parser::readSecret(const Mapping& m, const char* key, const char* file_key, const char* what,
+                        std::string* target) const {
+  const auto value = m.get(key);
+  const auto file_item = m.get(file_key);
+  if (value && file_item) {
+    fail(*file_item, std::string("give ") + key + " or " + file_key + ", not both");
   }
-  if (token) {
-    config_.access_token = text(*token);
-    checkToken(config_.access_token, token->mark, token->path);
+  if (value) {
+    *target = text(*value);
+    checkToken(*target, value->mark, value->path);
   }
-  if (token_file) {
-    const fs::path file = path(*token_file);
-    std::string content = readFile(*token_file, file, "an access token file");
-    // the file's trailing newline is not part of the token
+  if (file_item) {
+    const fs::path file = path(*file_item);
+    std::string content = readFile(*file_item, file, (std::string("an ") + what + " file").c_str());
+    // the file's trailing newline is not part of the secret
     while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back()))) {
       content.pop_back();
     }
-    if (content.empty()) fail(*token_file, "'" + file.string() + "' is empty: no access token");
-    checkToken(content, token_file->mark, token_file->path + " ('" + file.string() + "')");
-    config_.access_token = content;
-  }
-  const auto secret = m.get("operator_secret");
-  const auto secret_file = m.get("operator_secret_file");
-  if (secret && secret_file) {
-    fail(*secret_file, "give operator_secret or operator_secret_file, not both");
-  }
-  if (secret) {
-    config_.operator_secret = text(*secret);
-    checkToken(config_.operator_secret, secret->mark, secret->path);
-  }
-  if (secret_file) {
-    const fs::path file = path(*secret_file);
-    std::string content = readFile(*secret_file, file, "an operator secret file");
-    while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back()))) {
-      content.pop_back();
-    }
-    if (content.empty()) fail(*secret_file, "'" + file.string() + "' is empty: no secret");
-    checkToken(content, secret_file->mark, secret_file->path + " ('" + file.string() + "')");
-    config_.operator_secret = content;
+    if (content.empty()) fail(*file_item, "'" + file.string() + "' is empty: no " + what);
+    checkToken(content, file_item->mark, file_item->path + " ('" + file.string() + "')");
+    *target = content;
   }
 }
 

@@ -200,22 +200,12 @@ void ServerSession::dropQueuedWork(const char* why) {
   for (StateSink* sink : sinks) sink->onWorkDropped(why);
 }
 
-bool ServerSession::claimClientReader(const std::string& client, int limit) {
-  std::lock_guard lock(client_readers_mutex_);
-  int& open = client_readers_[client];
-  if (open >= limit) {
-    if (open == 0) client_readers_.erase(client);
-    return false;
-  }
-  ++open;
-  return true;
-}
-
-void ServerSession::releaseClientReader(const std::string& client) {
-  std::lock_guard lock(client_readers_mutex_);
-  const auto it = client_readers_.find(client);
-  if (it == client_readers_.end()) return;
-  if (--it->second <= 0) client_readers_.erase(it);
+bool ServerSession::drivenBy(std::string_view presented, std::string_view operator_secret) const {
+  const auto same = [presented](std::string_view secret) {
+    return !secret.empty() && secret.size() == presented.size() &&
+           sodium_memcmp(secret.data(), presented.data(), secret.size()) == 0;
+  };
+  return same(operator_secret) || same(owner_secret_);
 }
 
 void ServerSession::close() {

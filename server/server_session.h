@@ -9,7 +9,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +21,7 @@
 #include "proto/udp_frame.h"
 #include "rt/session.h"
 #include "server/server_config.h"
+#include "server/client_quota.h"
 #include "server/conversions.h"
 #include "server/transport_stats.h"
 #include "server/udp_screen.h"
@@ -164,8 +164,13 @@ class ServerSession {
   void setClient(std::string client) { client_ = std::move(client); }
   const std::string& client() const { return client_; }
   /// StreamStates readers per client: claim fails when `client` holds `limit` on this session.
-  bool claimClientReader(const std::string& client, int limit);
-  void releaseClientReader(const std::string& client);
+  bool claimClientReader(const std::string& client, int limit) {
+    return client_readers_.claim(client, limit);
+  }
+  void releaseClientReader(const std::string& client) { client_readers_.release(client); }
+  /// Whether `presented` (a call's owner secret) may drive this session: it is the owner's
+  /// secret or `operator_secret` (compared in constant time; an empty one matches nothing).
+  bool drivenBy(std::string_view presented, std::string_view operator_secret) const;
 
   /// Stops the session and ends every sink (onClosed); later addSink calls get onClosed at once.
   /// The object lives on while transports still hold it. Idempotent.
@@ -251,8 +256,7 @@ class ServerSession {
   double max_queued_cpu_s_ = 2.0;
   std::string owner_secret_;
   std::string client_;
-  std::mutex client_readers_mutex_;
-  std::map<std::string, int> client_readers_;
+  ClientQuota client_readers_;
   TransportCounters udp_, grpc_;
   std::shared_ptr<SharedWorkers> shared_;  // outlives session_: its worker leaves it last
   std::unique_ptr<rt::Session> session_;

@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -21,6 +20,7 @@
 
 #include "hilsim/v1/service.pb.h"
 #include "hilsim/v1/viewer.pb.h"
+#include "server/client_quota.h"
 #include "server/session_registry.h"
 #include "server/viewer_assets.h"
 #include "server/viewer_route.h"
@@ -134,8 +134,7 @@ struct Viewer::Impl {
 
   std::mutex watchers_mutex;
   std::vector<std::shared_ptr<Watcher>> watchers;
-  std::mutex clients_mutex;
-  std::map<std::string, int> client_pages;  // open pages per peer address
+  ClientQuota client_pages;  // open pages per peer address
 
   std::mutex feed_mutex;
   std::condition_variable feed_wake;
@@ -176,10 +175,7 @@ struct Viewer::Impl {
 
   bool mayDrive(const mg_connection* conn, const ServerSession& session) const {
     const char* header = mg_get_header(conn, "X-Hilsim-Owner");
-    if (header == nullptr || *header == '\0') return false;
-    const std::string_view presented(header);
-    return (!config.operator_secret.empty() && sameSecret(presented, config.operator_secret)) ||
-           (!session.ownerSecret().empty() && sameSecret(presented, session.ownerSecret()));
+    return header != nullptr && session.drivenBy(header, config.operator_secret);
   }
 
   /// DNS rebinding: a site whose name an attacker points at this host would be "same origin" to
@@ -335,19 +331,11 @@ struct Viewer::Impl {
     watcher->poser = std::make_unique<ViewerPoser>(watcher->session->model());
     auto held = std::make_unique<std::shared_ptr<Watcher>>(std::move(watcher));
     const std::string client = info->remote_addr;
-    {
-      std::lock_guard lock(clients_mutex);
-      int& open = client_pages[client];
-      if (open >= config.max_viewer_pages_per_client) {
-        if (open == 0) client_pages.erase(client);
-        return reject();
-      }
-      ++open;
-    }
+    if (!client_pages.claim(client, config.max_viewer_pages_per_client)) return reject();
     (*held)->client = client;
     if (counters.pages.fetch_add(1, std::memory_order_acq_rel) >= kMaxPages) {
       counters.pages.fetch_sub(1, std::memory_order_acq_rel);
-      releaseClientPage(client);
+      client_pages.release(client);
       return reject();
     }
     // owned by the connection until the close handler takes it back
@@ -384,16 +372,9 @@ struct Viewer::Impl {
       std::lock_guard lock((*held)->mutex);  // waits for a frame being written
       (*held)->connection = nullptr;
     }
-    releaseClientPage((*held)->client);
+    client_pages.release((*held)->client);
     delete held;
     counters.pages.fetch_sub(1, std::memory_order_acq_rel);
-  }
-
-  void releaseClientPage(const std::string& client) {
-    std::lock_guard lock(clients_mutex);
-    const auto it = client_pages.find(client);
-    if (it == client_pages.end()) return;
-    if (--it->second <= 0) client_pages.erase(it);
   }
 
   /// Sends `watcher` its session's newest state when it changed, or once a second anyway (the

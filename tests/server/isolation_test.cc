@@ -32,6 +32,7 @@
 #include "server/log_format.h"
 #include "server/server.h"
 #include "server/session_registry.h"
+#include "tests/support/captured_log.h"
 #include "tests/support/loopback_server.h"
 
 namespace hilsim::server {
@@ -669,12 +670,7 @@ TEST_F(IsolationTest, NamesWithControlCharactersAreRefusedAndSecretsNeverLogged)
   EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("control character"), std::string::npos);
 
-  std::ostringstream log;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  auto logger = std::make_shared<spdlog::logger>("isolation-capture", sink);
-  logger->set_formatter(makeLogFormatter("text"));
-  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  spdlog::set_default_logger(logger);
+  test::CapturedLog log;
   ServerConfig config = isolationConfig();
   config.udp_authentication = v1::UDP_AUTHENTICATION_TOKEN;
   StartupSession arm;
@@ -683,8 +679,8 @@ TEST_F(IsolationTest, NamesWithControlCharactersAreRefusedAndSecretsNeverLogged)
   config.startup_sessions.push_back(arm);
   startServer(config);
   server_->shutdown();
-  spdlog::set_default_logger(previous);
-  const std::string text = log.str();
+  std::string text;
+  for (const std::string& line : log.lines()) text += line + "\n";
   EXPECT_NE(text.find("start-up session 1 'arm'"), std::string::npos) << text;
   EXPECT_FALSE(std::regex_search(text, std::regex("[0-9a-f]{32}"))) << text;
   EXPECT_EQ(text.find(kOperator), std::string::npos);
