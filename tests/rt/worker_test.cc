@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -60,6 +61,7 @@ WorkersConfig oneWorker() {
 struct CycleRecord {
   const SessionCore* session = nullptr;
   Nanoseconds release = 0, deadline = 0, chosen = 0;
+  Nanoseconds period = 0;  // the session's, kept: the trace outlives the sessions
 };
 
 /// Records the cycles a worker runs into storage allocated up front (the worker's thread only).
@@ -70,7 +72,7 @@ class CycleTrace {
               Nanoseconds chosen) {
     const std::size_t n = size_.load(std::memory_order_relaxed);
     if (n == records_.size()) return;
-    records_[n] = {&core, release, deadline, chosen};
+    records_[n] = {&core, release, deadline, chosen, core.period()};
     size_.store(n + 1, std::memory_order_release);
   }
   std::vector<CycleRecord> records() const {
@@ -87,49 +89,65 @@ TEST(Worker, RunsDueCyclesEarliestDeadlineFirstAndEverySessionAtItsRate) {
   WorkersConfig w = oneWorker();
   w.on_cycle = [&](const SessionCore& core, Nanoseconds release, Nanoseconds deadline,
                    Nanoseconds chosen) { trace.record(core, release, deadline, chosen); };
-  WorkerSet workers(w);
-  const std::vector<double> rates = {100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0};
-  std::vector<std::unique_ptr<Session>> sessions;
-  for (const double rate : rates) {
-    for (int copy = 0; copy < 2; ++copy) {
-      sessions.push_back(std::make_unique<Session>(
-          config(rate, "mix-" + std::to_string(static_cast<int>(rate)) + "-" +
-                           std::to_string(copy)),
-          &EventLogger::global(), &workers));
-    }
-  }
-  Session baseline(config(4000.0, "dedicated-4000"));  // a thread of its own
-  ASSERT_TRUE(baseline.start());
-  for (auto& s : sessions) ASSERT_TRUE(s->start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  for (auto& s : sessions) ASSERT_TRUE(s->stop());
-  ASSERT_TRUE(baseline.stop());
-
-  for (std::size_t i = 0; i < sessions.size(); ++i) {
-    const SessionStats stats = sessions[i]->stats();
-    SCOPED_TRACE(sessions[i]->config().name);
-    EXPECT_EQ(stats.worker, 0);
-    // every period of wall-clock time while running is a cycle, run or (late, under the skip
-    // policy) dropped and counted: the schedule holds whatever the host's wake-up latency
-    const double expected = stats.wall_time_running * sessions[i]->config().control_rate;
-    EXPECT_NEAR(static_cast<double>(stats.timing.cycles + stats.timing.skipped_cycles), expected,
-                0.01 * expected + 2.0);
-  }
   // In time as often as a dedicated thread at the same rate, beside them in the same second:
   // this host is no real-time host (an unpinned, unprivileged thread on a shared VM wakes up to
   // milliseconds late now and then; hilsim rt-probe's bare clock_nanosleep loop at 4 kHz misses
-  // several per cent of its deadlines at times), and what the worker adds must not show.
+  // several per cent of its deadlines at times), and what the worker adds must not show. One
+  // second of a shared VM can be unlucky for one thread and not the other, so the comparison is
+  // the median of three seconds; the first one's trace and counts are checked in full below.
   const auto lateness = [](const SessionStats& stats) {
     return static_cast<double>(stats.timing.deadline_misses + stats.timing.skipped_cycles) /
            static_cast<double>(std::max<std::uint64_t>(
                stats.timing.cycles + stats.timing.skipped_cycles, 1));
   };
+  const std::vector<double> rates = {100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0};
+  std::vector<double> excess;  // per second: worst 4 kHz session's lateness above the bound
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("second " + std::to_string(run + 1));
+    WorkersConfig config_of_run = w;
+    if (run > 0) config_of_run.on_cycle = nullptr;
+    WorkerSet workers(config_of_run);
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (const double rate : rates) {
+      for (int copy = 0; copy < 2; ++copy) {
+        sessions.push_back(std::make_unique<Session>(
+            config(rate, "mix-" + std::to_string(static_cast<int>(rate)) + "-" +
+                             std::to_string(copy)),
+            &EventLogger::global(), &workers));
+      }
+    }
+    Session baseline(config(4000.0, "dedicated-4000"));  // a thread of its own
+    ASSERT_TRUE(baseline.start());
+    for (auto& s : sessions) ASSERT_TRUE(s->start());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    for (auto& s : sessions) ASSERT_TRUE(s->stop());
+    ASSERT_TRUE(baseline.stop());
+
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+      const SessionStats stats = sessions[i]->stats();
+      SCOPED_TRACE(sessions[i]->config().name);
+      EXPECT_EQ(stats.worker, 0);
+      // every period of wall-clock time while running is a cycle, run or (late, under the skip
+      // policy) dropped and counted: the schedule holds whatever the host's wake-up latency
+      const double expected = stats.wall_time_running * sessions[i]->config().control_rate;
+      EXPECT_NEAR(static_cast<double>(stats.timing.cycles + stats.timing.skipped_cycles),
+                  expected, 0.01 * expected + 2.0);
+    }
+    const double dedicated_late = lateness(baseline.stats());
+    double worst = 0.0;
+    for (std::size_t i = sessions.size() - 2; i < sessions.size(); ++i) {  // the 4 kHz ones
+      worst = std::max(worst, lateness(sessions[i]->stats()));
+    }
+    excess.push_back(worst - (2.0 * dedicated_late + 0.01));
+    std::printf("second %d: 4 kHz on the worker late in %.2f %% of cycles, dedicated %.2f %%\n",
+                run + 1, 100.0 * worst, 100.0 * dedicated_late);
+  }
   // (Not under a sanitizer: ThreadSanitizer makes every cycle 5 to 15 times dearer, which loads
   // the one worker with twelve sessions' cycles and not the dedicated thread with its one.)
-  const double dedicated_late = lateness(baseline.stats());
-  for (std::size_t i = sessions.size() - 2; i < sessions.size() && !kSanitized; ++i) {
-    EXPECT_LE(lateness(sessions[i]->stats()), 2.0 * dedicated_late + 0.01)  // the 4 kHz ones
-        << "a dedicated thread was late in " << 100.0 * dedicated_late << " % of its cycles";
+  std::sort(excess.begin(), excess.end());
+  if (!kSanitized) {
+    EXPECT_LE(excess[1], 0.0) << "the median second: at most twice a dedicated thread's "
+                                 "lateness + 1 % (the excess is the margin over it)";
   }
 
   // Earliest deadline first: a cycle never runs while a cycle of an earlier deadline was
@@ -161,7 +179,7 @@ TEST(Worker, RunsDueCyclesEarliestDeadlineFirstAndEverySessionAtItsRate) {
   EXPECT_GT(shared_releases, 1000u);
   EXPECT_EQ(inversions, 0u) << excused << " cycles of late sessions waited for their next round";
   const auto off_grid = std::count_if(records.begin(), records.end(), [](const CycleRecord& r) {
-    return r.release % r.session->period() != 0;
+    return r.release % r.period != 0;
   });
   EXPECT_EQ(off_grid, 0) << "releases lie on multiples of the period";
 }
