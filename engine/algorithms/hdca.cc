@@ -35,15 +35,28 @@ void motionAboutOrigin(const Vector3& o, Columns&& columns) {
 
 // The paper's shift S₁₂ (14) for l = r₂ − r₁: a force at r₂ taken about r₁, S₁₂ F = [n + l × f; f]
 // (angular part first), and its transpose on a motion at r₁ taken about r₂, [ω; v + ω × l]
-Vector6 shiftForce(const Vector3& l, const Vector6& F) {
+[[gnu::always_inline]] inline Vector6 shiftForce(const Vector3& l, const Vector6& F) {
   Vector6 out = F;
   out.head<3>() += l.cross(Vector3(F.tail<3>()));
   return out;
 }
-Vector6 shiftMotion(const Vector3& l, const Vector6& V) {
+[[gnu::always_inline]] inline Vector6 shiftMotion(const Vector3& l, const Vector6& V) {
   Vector6 out = V;
   out.tail<3>() += Vector3(V.head<3>()).cross(l);
   return out;
+}
+
+// X ← S X Sᵀ for a spatial inertia X about r₂ taken about r₁, l = r₂ − r₁, S = [[1, l̃], [0, 1]]
+// (angular rows first): the momentum about r₁ of a velocity given about r₁
+void shiftInertia(const Vector3& l, Matrix6& X) {
+  const Matrix3 L = skew(l);
+  const Matrix3 C = X.block<3, 3>(3, 0);
+  Matrix3 B = X.block<3, 3>(0, 3);
+  B.noalias() += L * X.block<3, 3>(3, 3);
+  X.block<3, 3>(0, 0).noalias() += L * C;
+  X.block<3, 3>(0, 0).noalias() -= B * L;
+  X.block<3, 3>(0, 3) = B;
+  X.block<3, 3>(3, 0) = B.transpose();
 }
 
 // Joint i's bases at the kinematics in Data: its motion subspace H, written about the child
@@ -57,13 +70,16 @@ void jointBases(const Model& model, Data& data, int i) {
   const Vector3& o = data.X_WB[i].translation;
   const Joint& joint = model.joints[i];
   const int nv = model.nv_joint[i];
+  // a joint inside a block carries no impulse of the assembly: its D is not needed
+  const bool handle = h.tree.nodes[h.tree.leaf[i]].body == i;
   Matrix6X H0 = Matrix6X::Zero(6, nv), D0 = Matrix6X::Zero(6, 6 - nv);
   Vector3 n1, n2;
   switch (joint.type) {
     case JointType::kRevolute: {
       const Vector3 a = R * joint.axis;
-      completeBasis(a, n1, n2);
       H0.col(0).head<3>() = a;
+      if (!handle) break;
+      completeBasis(a, n1, n2);
       D0.col(0).head<3>() = n1;
       D0.col(1).head<3>() = n2;
       D0.block<3, 3>(3, 2).setIdentity();
@@ -71,8 +87,9 @@ void jointBases(const Model& model, Data& data, int i) {
     }
     case JointType::kPrismatic: {
       const Vector3 a = R * joint.axis;
-      completeBasis(a, n1, n2);
       H0.col(0).tail<3>() = a;
+      if (!handle) break;
+      completeBasis(a, n1, n2);
       D0.block<3, 3>(0, 0).setIdentity();
       D0.col(3).tail<3>() = n1;
       D0.col(4).tail<3>() = n2;
@@ -104,6 +121,7 @@ void jointBases(const Model& model, Data& data, int i) {
   motion = H0;
   motionAboutOrigin(o, motion);
   h.local[i].leftCols(nv) = H0;
+  if (!handle) return;
   // the impulses the joint carries: along D freely, along H of a dof with armature a the rotor's
   // −a v (docs/HDCA.md, "Armature")
   Matrix6& basis = h.impulse_basis[i];
@@ -204,7 +222,7 @@ void pathFactor(const Data::Hdca& h, int j, const Matrix6& psi, Matrix6& Z) {
 // out (+)= Σ_c columns.col(c) x[c] over the first n columns, out −= with kSubtract: a joint's 1 to 6
 // columns without a dynamic-size product's set-up
 template <bool kSubtract = false>
-void addColumns(const Matrix6& columns, const double* x, int n, Vector6& out) {
+[[gnu::always_inline]] inline void addColumns(const Matrix6& columns, const double* x, int n, Vector6& out) {
   for (int c = 0; c < n; ++c) {
     if constexpr (kSubtract)
       out -= columns.col(c) * x[c];
@@ -214,20 +232,12 @@ void addColumns(const Matrix6& columns, const double* x, int n, Vector6& out) {
 }
 
 // x[c] = columns.col(c) · y over the first n columns
-void dotColumns(const Matrix6& columns, const Vector6& y, int n, double* x) {
+[[gnu::always_inline]] inline void dotColumns(const Matrix6& columns, const Vector6& y, int n, double* x) {
   for (int c = 0; c < n; ++c) x[c] = columns.col(c).dot(y);
 }
 
-// r₂ − r₁ of body i's leaf: from its origin (handle 1, its own joint's point) to its heavy child's
-// (handle 2, the joint to the next body of its path); zero at a path's end
-Vector3 handleOffset(const Data& data, int i) {
-  const int heavy = data.hdca.tree.heavy_child[i];
-  return heavy > 0 ? Vector3(data.X_WB[heavy].translation - data.X_WB[i].translation)
-                   : Vector3::Zero();
-}
-
 // r_b − r_a of two bodies' origins
-Vector3 offset(const Data& data, int a, int b) {
+[[gnu::always_inline]] inline Vector3 offset(const Data& data, int a, int b) {
   return data.X_WB[b].translation - data.X_WB[a].translation;
 }
 
@@ -235,14 +245,20 @@ bool isPathRoot(const AssemblyTree& tree, int node) {
   return tree.path_root[tree.path_top[node]] == node;
 }
 
-// Below this many nodes (about 256 bodies) every pass runs on the calling thread alone: on two
-// threads here a 256-body system breaks even, a 64-body one takes 1.6 times as long
-// (docs/PERFORMANCE.md, "Hamiltonian divide-and-conquer")
-constexpr int kMinParallelNodes = 512;
+}  // namespace
+
+// Below this much work (post_weight: about 512 bodies of a chain) every pass runs on the calling
+// thread alone: on two threads here a 512-body chain or tree breaks even, a 384-body one takes
+// 1.1 to 1.5 times as long (docs/PERFORMANCE.md, "Hamiltonian divide-and-conquer")
+bool hdcaSplitsPasses(const AssemblyTree& tree) {
+  constexpr double kMinParallelWeight = 630.0;
+  return !tree.post_weight.empty() && tree.post_weight.back() >= kMinParallelWeight;
+}
+
+namespace {
 
 int threadCount(const Data& data) {
-  const int nodes = static_cast<int>(data.hdca.tree.nodes.size());
-  if (data.executor == nullptr || nodes < kMinParallelNodes) return 1;
+  if (data.executor == nullptr || !hdcaSplitsPasses(data.hdca.tree)) return 1;
   return data.executor->concurrency();
 }
 
@@ -271,7 +287,7 @@ void overBodies(const Model& model, Data& data, Body& body) {
     const int end = rangeBegin(tree, threads, t + 1);
     for (int k = rangeBegin(tree, threads, t); k < end; ++k) {
       const AssemblyTree::Node& node = tree.nodes[k];
-      if (node.left < 0) body(node.body);
+      if (node.left < 0) tree.forEachBlockBody(node, body);
     }
   };
   runOnEveryThread(data.executor, run);
@@ -312,8 +328,10 @@ void overTree(Data& data, Body& body) {
         wait(node.left);
         wait(node.right);
       } else {
-        for (int c = tree.light_begin[node.body]; c < tree.light_begin[node.body + 1]; ++c)
-          wait(tree.path_root[tree.light[c]]);
+        tree.forEachBlockBody(node, [&](int b) {
+          for (int c = tree.light_begin[b]; c < tree.light_begin[b + 1]; ++c)
+            wait(tree.path_root[tree.light[c]]);
+        });
       }
     } else if (tree.consumer[n] >= 0) {
       wait(tree.consumer[n]);
@@ -353,44 +371,113 @@ void bodyTerms(const Model& model, Data& data) {
   overBodies(model, data, body);
 }
 
-// Phase 1's matrices up the tree: leaves (the body's mobility Φ with the paths hanging off it
-// absorbed), compounds (seed 001 (34)–(36)), and at each path's root the factor of its top
-// joint's gain
+// Body i's inertia about its origin (W's axes) with the paths hanging off it absorbed:
+// A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ, each path's impulse on it being −W (ξ₁₀ − V) at its top joint's point rⱼ
+void absorbedInertia(const Model& model, const Data& data, int i, Matrix6& A) {
+  const Data::Hdca& h = data.hdca;
+  const AssemblyTree& tree = h.tree;
+  const Matrix3& R = data.X_WB[i].rotation;
+  const Inertia& body = model.inertias[i];
+  Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
+  for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
+    const int c = tree.light[k];
+    Matrix6 Z = h.path_factor[c];
+    const Vector3 l = offset(data, i, c);
+    for (int col = 0; col < 6; ++col) Z.col(col) = shiftForce(l, Z.col(col));
+    A.noalias() += Z * Z.transpose();
+  }
+}
+
+// Across joint i inside a block (docs/HDCA.md, "Blocks"): with Iᴬ the articulated inertia of
+// the block's bodies from i down, about i's origin, U = Iᴬ H and D = Hᵀ Iᴬ H + armature; the
+// joint passes Iᴬ − U D⁻¹ Uᵀ to its parent. G (when given) maps the impulse T₂ at the block's
+// lower handle to β; past the joint G − U D⁻¹ Hᵀ G, and Y gathers Gᵀ H D⁻¹ Hᵀ G, the lower
+// handle's mobility through the joint's own motion.
+template <int N>
+void articulateJoint(const Model& model, Data::Hdca& h, int i, Matrix6& inertia, Matrix6* G,
+                     Matrix6& Y) {
+  if constexpr (N > 0) {
+    const auto H = h.local[i].leftCols<N>();
+    Eigen::Matrix<double, 6, N> U;
+    U.noalias() = inertia * H;
+    Eigen::Matrix<double, N, N> D;
+    D.noalias() = H.transpose() * U;
+    for (int c = 0; c < N; ++c) D(c, c) += model.armature[model.idx_v[i] + c];
+    const Eigen::Matrix<double, N, N> D_inv = D.inverse();
+    h.joint_gain[i].leftCols<N>() = U;
+    h.joint_inertia_inverse[i].topLeftCorner<N, N>() = D_inv;
+    Eigen::Matrix<double, 6, N> U_D;
+    U_D.noalias() = U * D_inv;
+    inertia.noalias() -= U_D * U.transpose();
+    if (G != nullptr) {
+      Eigen::Matrix<double, N, 6> W, D_W;
+      W.noalias() = H.transpose() * *G;
+      G->noalias() -= U_D * W;
+      D_W.noalias() = D_inv * W;
+      Y.noalias() += W.transpose() * D_W;
+    }
+  }
+}
+
+// A leaf: its block's two-handle mobility equations (15)–(16), V₁ = ξ₁₁ T₁ + ξ₁₂ T₂ + ξ₁₀ and
+// V₂ = ξ₂₁ T₁ + ξ₂₂ T₂ + ξ₂₀, by the articulated recursion from its last body up: β = Iᴬ V − J
+// of the impulse J a joint carries is affine in T₂ (β ∋ G T₂), and at the first body
+// V₁ = Φ (T₁ + H₁ p₁ − β₁), Φ = (Iᴬ)⁻¹: ξ₁₁ = Φ, ξ₁₂ = −Φ G, ξ₂₂ = Gᵀ Φ G + Y. A block of one
+// body is the paper's body (§3.1): ξ₁₂ = Φ S₁₂, ξ₂₂ = S₁₂ᵀ Φ S₁₂. At a path's end no T₂ acts:
+// ξ₁₂ = ξ₂₂ = 0.
+void assembleBlock(const Model& model, Data& data, int n) {
+  Data::Hdca& h = data.hdca;
+  const AssemblyTree& tree = h.tree;
+  const AssemblyTree::Node& node = tree.nodes[n];
+  const int* bodies = tree.block_body.data() + node.block;
+  const int m = node.count, last = bodies[m - 1], below = tree.heavy_child[last];
+  Matrix6 inertia, G, Y;
+  absorbedInertia(model, data, last, inertia);
+  if (below > 0) {
+    // T₂ at the lower handle, about the last body's origin: β ∋ −S T₂
+    const Matrix3 l = skew(offset(data, last, below));
+    G = -Matrix6::Identity();
+    G.topRightCorner<3, 3>() = -l;
+    Y.setZero();
+  }
+  for (int k = m - 1; k >= 1; --k) {
+    const int i = bodies[k], j = bodies[k - 1];
+    withImpulseCount(model.nv_joint[i], [&](auto count) {
+      articulateJoint<decltype(count)::value>(model, h, i, inertia, below > 0 ? &G : nullptr, Y);
+    });
+    const Vector3 l = offset(data, j, i);
+    shiftInertia(l, inertia);
+    Matrix6 A;
+    absorbedInertia(model, data, j, A);
+    inertia += A;
+    if (below > 0)
+      for (int c = 0; c < 6; ++c) G.col(c) = shiftForce(l, G.col(c));
+  }
+  Matrix6 L, L_inv_t = Matrix6::Identity();
+  cholesky<6>(inertia, L);
+  solveTransposedFactor<6>(L, L_inv_t);
+  Matrix6& mobility = h.mobility[bodies[0]];
+  mobility.noalias() = L_inv_t * L_inv_t.transpose();
+  h.xi11[n] = mobility;
+  if (below > 0) {
+    h.xi12[n].noalias() = -mobility * G;
+    h.xi22[n] = Y;
+    h.xi22[n].noalias() -= G.transpose() * h.xi12[n];
+  } else {
+    h.xi12[n].setZero();
+    h.xi22[n].setZero();
+  }
+}
+
+// Phase 1's matrices up the tree: leaves (blocks), compounds (seed 001 (34)–(36)), and at each
+// path's root the factor of its top joint's gain
 void assembleMatrices(const Model& model, Data& data) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   auto node_step = [&](int n) {
     const AssemblyTree::Node& node = tree.nodes[n];
     if (node.left < 0) {
-      const int i = node.body;
-      // about the body's origin r₁ (seed 001 (9)), in W's axes
-      const Matrix3& R = data.X_WB[i].rotation;
-      const Inertia& body = model.inertias[i];
-      Matrix6& mobility = h.mobility[i];
-      // A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ over the paths hanging off it, whose impulse on it is
-      // −W (ξ₁₀ − V) at their top joint's point rⱼ; Φ = A⁻¹ = L⁻ᵀ L⁻¹
-      Matrix6 A;
-      Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
-      for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
-        const int c = tree.light[k];
-        Matrix6 Z = h.path_factor[c];
-        const Vector3 l = offset(data, i, c);
-        for (int col = 0; col < 6; ++col) Z.col(col) = shiftForce(l, Z.col(col));
-        A.noalias() += Z * Z.transpose();
-      }
-      Matrix6 L, L_inv_t = Matrix6::Identity();
-      cholesky<6>(A, L);
-      solveTransposedFactor<6>(L, L_inv_t);
-      mobility.noalias() = L_inv_t * L_inv_t.transpose();
-      // ξ₁₁ = Φ, ξ₁₂ = Φ S₁₂, ξ₂₂ = S₁₂ᵀ Φ S₁₂ (§3.1), S₁₂ = [[1, l̃], [0, 1]]
-      const Matrix3 l = skew(handleOffset(data, i));
-      h.xi11[n] = mobility;
-      Matrix6& xi12 = h.xi12[n];
-      xi12 = mobility;
-      xi12.rightCols<3>().noalias() += mobility.leftCols<3>() * l;
-      Matrix6& xi22 = h.xi22[n];
-      xi22 = xi12;
-      xi22.bottomRows<3>().noalias() += l.transpose() * xi12.topRows<3>();
+      assembleBlock(model, data, n);
     } else {
       const int L = node.left, R = node.right;
       const Matrix6 psi = h.xi11[R] + h.xi22[L];
@@ -417,6 +504,44 @@ void assembleMatrices(const Model& model, Data& data) {
   overTree<true>(data, node_step);
 }
 
+// x = D⁻¹ (p − Hᵀ β − Uᵀ V) for joint i inside a block (p null: zero; V null: zero), its rates
+// of the momenta p, the bias β below it and its parent's velocity V about its point
+[[gnu::always_inline]] inline void blockJointRates(const Data::Hdca& h, int i, int nv,
+                                                  const double* p, const Vector6& beta,
+                                                  const Vector6* V, double* x) {
+  if (nv == 1) {  // revolute and prismatic joints: no loops
+    double r = -h.local[i].col(0).dot(beta);
+    if (p != nullptr) r += p[0];
+    if (V != nullptr) r -= h.joint_gain[i].col(0).dot(*V);
+    x[0] = h.joint_inertia_inverse[i](0, 0) * r;
+    return;
+  }
+  double r[6];
+  for (int c = 0; c < nv; ++c) {
+    r[c] = -h.local[i].col(c).dot(beta);
+    if (p != nullptr) r[c] += p[c];
+    if (V != nullptr) r[c] -= h.joint_gain[i].col(c).dot(*V);
+  }
+  const Matrix6& D_inv = h.joint_inertia_inverse[i];
+  for (int a = 0; a < nv; ++a) {
+    x[a] = 0.0;
+    for (int c = 0; c < nv; ++c) x[a] += D_inv(a, c) * r[c];
+  }
+}
+
+// Body i's velocity inside a block from its parent j's: V = S ᵀ V_j + H x (about i's origin)
+[[gnu::always_inline]] inline Vector6 blockVelocity(const Model& model, const Data& data, int j,
+                                                   int i,
+                      const Eigen::Ref<const Eigen::VectorXd>& p, const Vector6& V_parent) {
+  const Data::Hdca& h = data.hdca;
+  const int nv = model.nv_joint[i];
+  Vector6 V = shiftMotion(offset(data, j, i), V_parent);
+  double x[6];
+  blockJointRates(h, i, nv, p.data() + model.idx_v[i], h.momentum_bias[i], &V, x);
+  addColumns(h.local[i], x, nv, V);
+  return V;
+}
+
 // Phase 1's vectors for momenta p: ξ₁₀, ξ₂₀, β up the tree and the impulses down it, with the
 // applied loads accumulated over the same tree when `loads` (seed 001 (70)–(76)); every body's
 // velocity into h.velocity
@@ -424,36 +549,58 @@ template <bool kLoads>
 void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
+  // β of body b gains the momenta its light children's joints carry out and the impulses their
+  // paths take, −W ξ₁₀ (seed 001 §3.1, with P̄₂ = −P̄₁ of the child: the note's minus sign), each
+  // through its shift S_bc; with kLoads `load` gains their paths' loads
+  const auto lightPaths = [&](int b, Vector6& beta, Vector6& load) {
+    for (int k = tree.light_begin[b]; k < tree.light_begin[b + 1]; ++k) {
+      const int c = tree.light[k], root = tree.path_root[c];
+      Vector6 out = Vector6::Zero();
+      addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
+      const Matrix6& Z = h.path_factor[c];  // −W ξ₁₀ = Z Zᵀ ξ₁₀
+      out.noalias() -= Z * (Z.transpose() * h.xi10[root]);
+      beta += shiftForce(offset(data, b, c), out);
+      if constexpr (kLoads) load += h.load[root];
+    }
+  };
   auto up_step = [&](int n) {
     const AssemblyTree::Node& node = tree.nodes[n];
     if (node.left < 0) {
-      const int i = node.body;
-      // b: the momenta its own joint brings in, minus those its children's joints carry out and
-      // the impulses the paths hanging off it take, −W ξ₁₀ (seed 001 §3.1, with P̄₂ = −P̄₁ of the
-      // child: the note's minus sign)
-      // (every term about the body's origin r₁: a child joint's through its shift S₁ⱼ)
-      Vector6& b = h.momentum_bias[i];
-      b.setZero();
-      addColumns(h.local[i], p.data() + model.idx_v[i], model.nv_joint[i], b);
-      const int heavy = tree.heavy_child[i];
-      const Vector3 l12 = handleOffset(data, i);
-      if (heavy > 0) {
+      // the block's recursion with T₁ = T₂ = 0 (docs/HDCA.md, "Blocks"): β from its last body
+      // up (every term about the body's origin), then ξ₁₀ = Φ (H₁ p₁ − β₁) and, down again,
+      // the velocity at the lower handle, ξ₂₀
+      const int* bodies = tree.block_body.data() + node.block;
+      const int m = node.count, first = bodies[0], last = bodies[m - 1];
+      const int below = tree.heavy_child[last];
+      Vector6 beta = Vector6::Zero(), load = Vector6::Zero();
+      if (below > 0) {
         Vector6 out = Vector6::Zero();
-        addColumns(h.local[heavy], p.data() + model.idx_v[heavy], model.nv_joint[heavy], out);
-        b -= shiftForce(l12, out);
+        addColumns(h.local[below], p.data() + model.idx_v[below], model.nv_joint[below], out);
+        beta = shiftForce(offset(data, last, below), out);
       }
-      if constexpr (kLoads) h.load[n] = h.weight[i];
-      for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
-        const int c = tree.light[k], root = tree.path_root[c];
-        Vector6 out = Vector6::Zero();
-        addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
-        const Matrix6& Z = h.path_factor[c];  // −W ξ₁₀ = Z Zᵀ ξ₁₀
-        out.noalias() -= Z * (Z.transpose() * h.xi10[root]);
-        b -= shiftForce(offset(data, i, c), out);
-        if constexpr (kLoads) h.load[n] += h.load[root];
+      for (int k = m - 1; k >= 0; --k) {
+        const int i = bodies[k];
+        if constexpr (kLoads) load += h.weight[i];
+        lightPaths(i, beta, load);
+        h.momentum_bias[i] = beta;
+        if (k == 0) break;
+        const int nv = model.nv_joint[i];
+        double x[6];
+        blockJointRates(h, i, nv, p.data() + model.idx_v[i], beta, nullptr, x);
+        addColumns(h.joint_gain[i], x, nv, beta);
+        beta = shiftForce(offset(data, bodies[k - 1], i), beta);
       }
-      h.xi10[n].noalias() = h.mobility[i] * b;
-      h.xi20[n] = shiftMotion(l12, h.xi10[n]);
+      Vector6 e = -beta;
+      addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
+      h.xi10[n].noalias() = h.mobility[first] * e;
+      if (below > 0) {
+        Vector6 V = h.xi10[n];
+        for (int k = 1; k < m; ++k) V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V);
+        h.xi20[n] = shiftMotion(offset(data, last, below), V);
+      } else {
+        h.xi20[n].setZero();
+      }
+      if constexpr (kLoads) h.load[n] = load;
     } else {
       const int L = node.left, R = node.right;
       const Matrix6& Z = h.gain_factor[n];
@@ -495,12 +642,45 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         h.beyond[L] = h.load[R] + h.beyond[n];
       }
     } else {
-      const int i = node.body;
-      // (15): V₁ = Φ (T₁ + S₁₂ T₂ + b), about the body's origin
-      h.velocity[i].noalias() =
-          h.mobility[i] * (h.T1[n] + shiftForce(handleOffset(data, i), h.T2[n]) +
-                           h.momentum_bias[i]);
-      if constexpr (kLoads) h.subtree_load[i] = h.load[n] + h.beyond[n];
+      // the block's recursion with its impulses T₁, T₂: T₂'s share of β (−S T₂ at the last body,
+      // carried up as β is), V₁ = Φ (T₁ + H₁ p₁ − β₁), then each body's velocity from its
+      // parent's, about its origin
+      const int* bodies = tree.block_body.data() + node.block;
+      const int m = node.count, first = bodies[0], last = bodies[m - 1];
+      const int below = tree.heavy_child[last];
+      if (below > 0) {
+        Vector6 delta = -shiftForce(offset(data, last, below), h.T2[n]);
+        for (int k = m - 1; k >= 0; --k) {
+          const int i = bodies[k];
+          h.momentum_bias[i] += delta;
+          if (k == 0) break;
+          const int nv = model.nv_joint[i];
+          double x[6];
+          blockJointRates(h, i, nv, nullptr, delta, nullptr, x);
+          addColumns(h.joint_gain[i], x, nv, delta);
+          delta = shiftForce(offset(data, bodies[k - 1], i), delta);
+        }
+      }
+      Vector6 e = h.T1[n] - h.momentum_bias[first];
+      addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
+      Vector6 V;
+      V.noalias() = h.mobility[first] * e;
+      h.velocity[first] = V;
+      for (int k = 1; k < m; ++k) {
+        V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V);
+        h.velocity[bodies[k]] = V;
+      }
+      if constexpr (kLoads) {
+        // the load beyond each joint: the block's bodies below it and what lies past the block
+        Vector6 load = h.beyond[n];
+        for (int k = m - 1; k >= 0; --k) {
+          const int i = bodies[k];
+          load += h.weight[i];
+          for (int c = tree.light_begin[i]; c < tree.light_begin[i + 1]; ++c)
+            load += h.load[tree.path_root[tree.light[c]]];
+          h.subtree_load[i] = load;
+        }
+      }
     }
   };
   overTree<false>(data, down_step);

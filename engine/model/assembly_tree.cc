@@ -10,21 +10,22 @@ namespace hilsim {
 
 namespace {
 
-// Builds the binary tree of the path bodies[begin, end) into tree.nodes; returns its root node
-int buildRange(AssemblyTree& tree, const std::vector<int>& bodies, int begin, int end,
+// Builds the binary tree of a path's blocks [begin, end), whose first bodies are `firsts`, into
+// tree.nodes; returns its root node
+int buildRange(AssemblyTree& tree, const std::vector<int>& firsts, int begin, int end,
                AssemblyOrder order, std::mt19937_64& random) {
-  if (end - begin == 1) return tree.leaf[bodies[begin]];
+  if (end - begin == 1) return tree.leaf[firsts[begin]];
   int split = begin + (end - begin) / 2;  // balanced: the right half starts here
   if (order == AssemblyOrder::kSequential) split = end - 1;
   if (order == AssemblyOrder::kRandom)
     split = std::uniform_int_distribution<int>(begin + 1, end - 1)(random);
-  const int left = buildRange(tree, bodies, begin, split, order, random);
-  const int right = buildRange(tree, bodies, split, end, order, random);
+  const int left = buildRange(tree, firsts, begin, split, order, random);
+  const int right = buildRange(tree, firsts, split, end, order, random);
   AssemblyTree::Node node;
   node.left = left;
   node.right = right;
-  node.joint = bodies[split];
-  node.first = bodies[begin];
+  node.joint = firsts[split];
+  node.first = firsts[begin];
   tree.nodes.push_back(node);
   return static_cast<int>(tree.nodes.size()) - 1;
 }
@@ -43,7 +44,9 @@ void groupByLevel(const std::vector<int>& level, std::vector<int>& order, std::v
 
 }  // namespace
 
-AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uint64_t seed) {
+AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uint64_t seed,
+                               int block_bodies) {
+  assert(block_bodies >= 1);
   const int nb = model.nbodies;
   AssemblyTree tree;
   std::mt19937_64 random(seed);
@@ -76,23 +79,33 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
   }
   tree.heavy_child[0] = -1;
 
-  // one leaf per body, then each path's chain tree
+  // each path cut into blocks, a leaf each, then the path's tree over its blocks
   tree.leaf.assign(nb, -1);
-  for (int i = 1; i < nb; ++i) {
-    AssemblyTree::Node node;
-    node.body = i;
-    node.first = i;
-    tree.leaf[i] = static_cast<int>(tree.nodes.size());
-    tree.nodes.push_back(node);
-  }
   tree.path_root.assign(nb, -1);
-  std::vector<int> bodies;
+  std::vector<int> bodies, firsts;
   for (int top = 1; top < nb; ++top) {
     const int p = std::max(model.parent[top], 0);
     if (p != 0 && tree.heavy_child[p] == top) continue;  // not a path's top
     bodies.clear();
     for (int b = top; b >= 0; b = tree.heavy_child[b]) bodies.push_back(b);
-    tree.path_root[top] = buildRange(tree, bodies, 0, static_cast<int>(bodies.size()), order, random);
+    const int length = static_cast<int>(bodies.size());
+    const int blocks = (length + block_bodies - 1) / block_bodies;
+    firsts.clear();
+    for (int k = 0; k < blocks; ++k) {
+      // block k holds bodies [k L / blocks, (k + 1) L / blocks): lengths differ by one at most
+      const int begin = k * length / blocks, end = (k + 1) * length / blocks;
+      AssemblyTree::Node node;
+      node.body = node.first = bodies[begin];
+      node.count = end - begin;
+      node.block = static_cast<int>(tree.block_body.size());
+      for (int b = begin; b < end; ++b) {
+        tree.leaf[bodies[b]] = static_cast<int>(tree.nodes.size());
+        tree.block_body.push_back(bodies[b]);
+      }
+      tree.nodes.push_back(node);
+      firsts.push_back(bodies[begin]);
+    }
+    tree.path_root[top] = buildRange(tree, firsts, 0, blocks, order, random);
   }
   const int nn = static_cast<int>(tree.nodes.size());
   tree.path_top.assign(nn, -1);
@@ -120,8 +133,10 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
     if (node.left >= 0) {
       level = std::max(self(self, node.left), self(self, node.right)) + 1;
     } else {
-      for (int k = tree.light_begin[node.body]; k < tree.light_begin[node.body + 1]; ++k)
-        level = std::max(level, up_level[tree.path_root[tree.light[k]]] + 1);
+      tree.forEachBlockBody(node, [&](int b) {
+        for (int k = tree.light_begin[b]; k < tree.light_begin[b + 1]; ++k)
+          level = std::max(level, up_level[tree.path_root[tree.light[k]]] + 1);
+      });
     }
     return up_level[n] = level;
   };
@@ -164,8 +179,10 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
       self(self, node.left);
       self(self, node.right);
     } else {
-      for (int k = tree.light_begin[node.body]; k < tree.light_begin[node.body + 1]; ++k)
-        self(self, tree.path_root[tree.light[k]]);
+      tree.forEachBlockBody(node, [&](int b) {
+        for (int k = tree.light_begin[b]; k < tree.light_begin[b + 1]; ++k)
+          self(self, tree.path_root[tree.light[k]]);
+      });
     }
     tree.subtree_begin[post.size()] = begin;
     post.push_back(n);
@@ -198,11 +215,13 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
     groupByLevel(level_up, tree.up, tree.up_begin);
     groupByLevel(level_down, tree.down, tree.down_begin);
   }
-  // a compound's work (a joint's impulse factor and three 6 × 6 updates) is about twice a
-  // leaf's (a mobility and its two shifts)
+  // relative costs, in a block body's work (its articulated recursion): a compound (a joint's
+  // impulse factor and three 6 × 6 updates) about three, a block's own mobility one more
   tree.post_weight.assign(nn + 1, 0.0);
-  for (int k = 0; k < nn; ++k)
-    tree.post_weight[k + 1] = tree.post_weight[k] + (tree.nodes[k].left >= 0 ? 2.0 : 1.0);
+  for (int k = 0; k < nn; ++k) {
+    const AssemblyTree::Node& node = tree.nodes[k];
+    tree.post_weight[k + 1] = tree.post_weight[k] + (node.left >= 0 ? 3.0 : node.count + 1.0);
+  }
   return tree;
 }
 

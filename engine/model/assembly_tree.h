@@ -3,11 +3,13 @@
 // bodies and takes them apart again. Fixed per model; docs/HDCA.md, "Assembly tree".
 //
 // The tree is cut into heavy paths (each body continues the path of its parent when it has the
-// largest subtree among its siblings). Each path is assembled as the paper assembles a chain: a
-// binary tree over its bodies, two-handle compounds joined at one joint. A path hanging off a body
-// (a light child) has a free tip, so once assembled it is a one-handle compound: it is absorbed
-// into that body before the body enters its own path's assembly. Paths nest at most log₂ n deep,
-// so with balanced chain trees an assembly has O(log² n) levels.
+// largest subtree among its siblings). Each path is cut into blocks of at most `block_bodies`
+// consecutive bodies, the leaves, each assembled in sequence, body after body (an articulated
+// recursion inside the block); the blocks of a path are assembled as the paper assembles a chain:
+// a binary tree over them, two-handle compounds joined at one joint. A path hanging off a body (a
+// light child) has a free tip, so once assembled it is a one-handle compound: it is absorbed
+// into that body before the body's block is assembled. Paths nest at most log₂ n deep, so with
+// balanced chain trees an assembly has O(log² n) levels; a block adds its length to the span.
 #pragma once
 
 #include <cstdint>
@@ -25,17 +27,25 @@ enum class AssemblyOrder {
   kRandom,      ///< split points drawn from a seeded generator (tests)
 };
 
+/// Bodies per leaf block by default: a block's sequential recursion costs about a third of a
+/// compound per body, so 16 bodies make the compounds a small share of the work, and a
+/// 1024-body chain still has 64 blocks to share among threads (docs/HDCA.md, "Blocks").
+constexpr int kDefaultBlockBodies = 16;
+
 struct AssemblyTree {
   struct Node {
     int left = -1, right = -1;  ///< child nodes; −1 for a leaf
-    int body = -1;              ///< a leaf's body; −1 for a compound
+    /// A leaf's block: `count` consecutive bodies of a path from `body` down (each the heavy
+    /// child of the one before); −1 and 0 for a compound
+    int body = -1, count = 0;
+    int block = -1;  ///< a leaf's bodies: block_body[block] … block_body[block + count − 1]
     /// A compound's joint: the joint of the first body of `right`, whose parent is the last body
     /// of `left`. −1 for a leaf.
     int joint = -1;
     int first = -1;  ///< the first (inboardmost) body of the node's range of its path
   };
   std::vector<Node> nodes;
-  std::vector<int> leaf;         ///< [nbodies] the leaf node of body i (−1 for the world)
+  std::vector<int> leaf;         ///< [nbodies] the leaf (block) holding body i (−1 for the world)
   std::vector<int> path_root;    ///< [nbodies] the root node of the path body i starts; else −1
   std::vector<int> path_top;     ///< [nodes] the top body of the path a node belongs to
   std::vector<int> heavy_child;  ///< [nbodies] the child continuing body i's path; −1 at its end
@@ -63,12 +73,21 @@ struct AssemblyTree {
   /// range [a, b) finishes the nodes whose subtree lies inside it first
   std::vector<int> subtree_begin;
 
+  /// The bodies of the leaves, each leaf's in the order of its path (Node::block)
+  std::vector<int> block_body;
+  /// Calls f(body) for each body of leaf `node`, from its first down its path
+  template <typename F>
+  void forEachBlockBody(const Node& node, F&& f) const {
+    for (int k = 0; k < node.count; ++k) f(block_body[node.block + k]);
+  }
+
   int upLevels() const { return static_cast<int>(up_begin.size()) - 1; }
   int downLevels() const { return static_cast<int>(down_begin.size()) - 1; }
 };
 
-/// The assembly tree of `model`'s spanning tree. `seed` for AssemblyOrder::kRandom.
+/// The assembly tree of `model`'s spanning tree. `seed` for AssemblyOrder::kRandom; a path of L
+/// bodies becomes ⌈L / block_bodies⌉ blocks of as equal lengths as can be (block_bodies ≥ 1).
 AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order = AssemblyOrder::kBalanced,
-                               std::uint64_t seed = 0);
+                               std::uint64_t seed = 0, int block_bodies = kDefaultBlockBodies);
 
 }  // namespace hilsim

@@ -1,6 +1,7 @@
 #include "engine/model/data.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace hilsim {
 
@@ -53,10 +54,9 @@ Data::Data(const Model& model, DataWorkspace reserved)
                   0),
       S_J(6, 6) {
   if (holds(reserved, DataWorkspace::kDivideAndConquer)) {
-    hdca.tree = buildAssemblyTree(model);
-    const std::size_t nb = model.nbodies, nn = hdca.tree.nodes.size();
+    const std::size_t nb = model.nbodies;
     for (auto* per_body : {&hdca.motion, &hdca.local, &hdca.impulse_basis, &hdca.inertia,
-                           &hdca.mobility,
+                           &hdca.mobility, &hdca.joint_gain, &hdca.joint_inertia_inverse,
                            &hdca.path_factor})
       per_body->assign(nb, Matrix6::Zero());
     for (auto* per_body : {&hdca.compliance, &hdca.momentum_bias, &hdca.velocity,
@@ -64,12 +64,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
                            &hdca.momentum})
       per_body->assign(nb, Vector6::Zero());
     hdca.impulse_count.assign(nb, 0);
-    for (auto* per_node : {&hdca.xi11, &hdca.xi12, &hdca.xi22, &hdca.gain_factor})
-      per_node->assign(nn, Matrix6::Zero());
-    for (auto* per_node : {&hdca.xi10, &hdca.xi20, &hdca.beta, &hdca.T1, &hdca.T2, &hdca.load,
-                           &hdca.beyond})
-      per_node->assign(nn, Vector6::Zero());
-    hdca.finished.assign(nn, 0);
+    useAssemblyTree(buildAssemblyTree(model));
     hdca.rhs = hdca.estimate = hdca.residual = Eigen::VectorXd::Zero(model.nv);
   }
   if (!model.has_flexible_bodies) return;
@@ -110,6 +105,18 @@ Data::Data(const Model& model, DataWorkspace reserved)
     flex.minv_z_f[i] = Eigen::VectorXd::Zero(n);
     flex.scratch_nn[i] = Eigen::MatrixXd::Zero(n, n);
   }
+}
+
+void Data::useAssemblyTree(AssemblyTree tree) {
+  hdca.tree = std::move(tree);
+  const std::size_t nn = hdca.tree.nodes.size();
+  for (auto* per_node : {&hdca.xi11, &hdca.xi12, &hdca.xi22, &hdca.gain_factor})
+    per_node->assign(nn, Matrix6::Zero());
+  for (auto* per_node : {&hdca.xi10, &hdca.xi20, &hdca.beta, &hdca.T1, &hdca.T2, &hdca.load,
+                         &hdca.beyond})
+    per_node->assign(nn, Vector6::Zero());
+  hdca.finished.assign(nn, 0);
+  hdca.pass = 0;
 }
 
 }  // namespace hilsim

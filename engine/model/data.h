@@ -41,6 +41,10 @@ struct Data {
   /// for code that calls any algorithm; the Simulator reserves its formulation's only).
   explicit Data(const Model& model, DataWorkspace workspace = DataWorkspace::kAll);
 
+  /// Replaces the hdca assembly tree (another order or block length, for tests and benchmarks)
+  /// and sizes its per-node buffers; with DataWorkspace::kDivideAndConquer. Allocates.
+  void useAssemblyTree(AssemblyTree tree);
+
   DataWorkspace workspace;          ///< what was reserved
 
   // --- kinematics (forwardKinematics, and the first sweep of every dynamics algorithm) ---
@@ -137,11 +141,17 @@ struct Data {
     std::vector<int> impulse_count;   ///< columns of impulse_basis
     // per body, [nbodies]
     std::vector<Matrix6> inertia;     ///< I, in W about W's origin
-    std::vector<Matrix6> mobility;    ///< Φ = (I − Σ W of the paths hanging off it)⁻¹
+    /// a block's first body: Φ = (Iᴬ)⁻¹, its articulated inertia's inverse about its origin
+    std::vector<Matrix6> mobility;
+    /// a block body below its first: U = Iᴬ H (columns 0 … nv_i − 1) of its joint, and
+    /// (Hᵀ Iᴬ H + armature)⁻¹ (the top-left nv_i × nv_i), both about the joint's point
+    std::vector<Matrix6> joint_gain, joint_inertia_inverse;
     /// a path's top body: Z of its top joint's W = −Z Zᵀ (seed 001 (43)), columns beyond the
     /// joint's impulse count zero
     std::vector<Matrix6> path_factor;
-    std::vector<Vector6> momentum_bias;  ///< b: the joint momenta the body's joints carry
+    /// β: the momentum the body's joint carries beyond Iᴬ V, about the joint's point (its
+    /// block's recursion, docs/HDCA.md "Blocks")
+    std::vector<Vector6> momentum_bias;
     std::vector<Vector6> velocity;    ///< V of phase 1, about the body's own origin (handle 1)
     std::vector<Vector6> velocity_W;  ///< V about W's origin (phase 2, refinement)
     std::vector<Vector6> weight;      ///< gravity's wrench on the body

@@ -96,6 +96,8 @@ TEST(Hdca, MomentumRatesAreTheLagrangianRateOfMomentum) {
   }
 }
 
+// Every order of the assembly, with blocks of one body (the paper's assembly, every joint a
+// compound) and of the default length, gives the same q̈ to round-off
 TEST(Hdca, AssemblyOrderLeavesTheResultUnchanged) {
   for (const Model& model : randomTrees()) {
     std::mt19937 rng(3);
@@ -104,16 +106,50 @@ TEST(Hdca, AssemblyOrderLeavesTheResultUnchanged) {
     const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
     Data balanced(model);
     const Eigen::VectorXd qdd = hdcaForwardDynamics(model, balanced, q, v, tau);
-    for (const auto& [order, seed] : {std::pair{AssemblyOrder::kSequential, 0},
-                                      std::pair{AssemblyOrder::kRandom, 1},
-                                      std::pair{AssemblyOrder::kRandom, 2}}) {
-      Data other(model);
-      other.hdca.tree = buildAssemblyTree(model, order, seed);
-      ASSERT_EQ(other.hdca.tree.nodes.size(), balanced.hdca.tree.nodes.size());
-      const Eigen::VectorXd other_qdd = hdcaForwardDynamics(model, other, q, v, tau);
-      EXPECT_LE((other_qdd - qdd).lpNorm<Eigen::Infinity>(),
-                test::kFormulationRelTol * qdd.lpNorm<Eigen::Infinity>())
-          << model.name << " order " << static_cast<int>(order) << " seed " << seed;
+    for (const int block : {1, kDefaultBlockBodies}) {
+      for (const auto& [order, seed] : {std::pair{AssemblyOrder::kBalanced, 0},
+                                        std::pair{AssemblyOrder::kSequential, 0},
+                                        std::pair{AssemblyOrder::kRandom, 1},
+                                        std::pair{AssemblyOrder::kRandom, 2}}) {
+        Data other(model);
+        other.useAssemblyTree(buildAssemblyTree(model, order, seed, block));
+        const Eigen::VectorXd other_qdd = hdcaForwardDynamics(model, other, q, v, tau);
+        EXPECT_LE((other_qdd - qdd).lpNorm<Eigen::Infinity>(),
+                  test::kFormulationRelTol * qdd.lpNorm<Eigen::Infinity>())
+            << model.name << " block " << block << " order " << static_cast<int>(order)
+            << " seed " << seed;
+      }
+    }
+  }
+}
+
+// A block's articulated recursion (docs/HDCA.md, "Blocks") is the assembly of its bodies one
+// after the other, in another form: every block length gives M⁻¹ p and q̈ to round-off, from
+// one body per block (the paper's leaves) to a whole path in one block
+TEST(Hdca, BlockLengthLeavesTheResultUnchanged) {
+  for (const Model& model : randomTrees()) {
+    std::mt19937 rng(5);
+    Data reference(model);
+    for (int trial = 0; trial < 3; ++trial) {
+      const Eigen::VectorXd q = test::randomConfiguration(model, rng);
+      const Eigen::VectorXd v = test::randomVector(model.nv, rng);
+      const Eigen::VectorXd tau = test::randomVector(model.nv, rng);
+      const Eigen::VectorXd p = crba(model, reference, q) * v;
+      const Eigen::VectorXd qdd = aba(model, reference, q, v, tau);
+      for (const int block : {1, 2, 3, 5, 16, 1000}) {
+        Data data(model);
+        data.useAssemblyTree(buildAssemblyTree(model, AssemblyOrder::kBalanced, 0, block));
+        Eigen::VectorXd v_hdca(model.nv);
+        hdcaAssemble(model, data, q);
+        hdcaVelocities(model, data, p, v_hdca);
+        EXPECT_LE((v_hdca - v).lpNorm<Eigen::Infinity>(),
+                  test::kFormulationRelTol * v.lpNorm<Eigen::Infinity>())
+            << model.name << " block " << block;
+        const Eigen::VectorXd qdd_hdca = hdcaForwardDynamics(model, data, q, v, tau);
+        EXPECT_LE((qdd_hdca - qdd).lpNorm<Eigen::Infinity>(),
+                  test::kFormulationRelTol * qdd.lpNorm<Eigen::Infinity>())
+            << model.name << " block " << block;
+      }
     }
   }
 }
@@ -122,11 +158,32 @@ TEST(Hdca, AssemblyTreeOfAChainHasLogarithmicLevels) {
   SystemSpec spec;
   spec.bodies = 1024;
   const Model chain = generateSystem(spec, "chain");
-  const AssemblyTree tree = buildAssemblyTree(chain);
-  // one path of 1024 bodies: the leaves, then ⌈log₂ 1024⌉ = 10 levels of compounds
+  // one path of 1024 bodies in blocks of one: the leaves, then ⌈log₂ 1024⌉ = 10 levels of
+  // compounds
+  const AssemblyTree tree = buildAssemblyTree(chain, AssemblyOrder::kBalanced, 0, 1);
   EXPECT_EQ(tree.upLevels(), 11);
   EXPECT_EQ(tree.nodes.size(), 2u * 1024 - 1);
-  EXPECT_EQ(buildAssemblyTree(chain, AssemblyOrder::kSequential).upLevels(), 1024);
+  EXPECT_EQ(buildAssemblyTree(chain, AssemblyOrder::kSequential, 0, 1).upLevels(), 1024);
+  // in blocks of 16: 64 leaves, 6 levels of compounds
+  const AssemblyTree blocks = buildAssemblyTree(chain);
+  EXPECT_EQ(blocks.upLevels(), 7);
+  EXPECT_EQ(blocks.nodes.size(), 2u * 64 - 1);
+  for (const AssemblyTree::Node& node : blocks.nodes) {
+    if (node.left < 0) {
+      EXPECT_EQ(node.count, 16);
+    }
+  }
+  // 1000 bodies in blocks of at most 16: 63 blocks of 15 or 16
+  spec.bodies = 1000;
+  const AssemblyTree uneven = buildAssemblyTree(generateSystem(spec, "chain"));
+  int leaves = 0;
+  for (const AssemblyTree::Node& node : uneven.nodes) {
+    if (node.left >= 0) continue;
+    ++leaves;
+    EXPECT_TRUE(node.count == 15 || node.count == 16) << node.count;
+  }
+  EXPECT_EQ(leaves, 63);
+  spec.bodies = 1024;
   spec.shape = GeneratedShape::kTree;
   const Model binary = generateSystem(spec, "binary");
   // paths nest: a path per light child, each short
@@ -144,19 +201,41 @@ TEST(Hdca, AssemblyTreePostOrderKeepsSubtreesContiguous) {
   models.push_back(generateSystem(spec, "binary"));
   for (const Model& model : randomTrees()) models.push_back(model);
   for (const Model& model : models) {
-    for (const AssemblyOrder order : {AssemblyOrder::kBalanced, AssemblyOrder::kSequential}) {
-      const AssemblyTree tree = buildAssemblyTree(model, order);
+    for (const auto& [order, block] :
+         {std::pair{AssemblyOrder::kBalanced, 1}, std::pair{AssemblyOrder::kSequential, 1},
+          std::pair{AssemblyOrder::kBalanced, kDefaultBlockBodies},
+          std::pair{AssemblyOrder::kSequential, 5}}) {
+      const AssemblyTree tree = buildAssemblyTree(model, order, 0, block);
       const int nodes = static_cast<int>(tree.nodes.size());
       ASSERT_EQ(tree.post_weight.size(), tree.nodes.size() + 1);
-      for (int i = 1; i < model.nbodies; ++i) EXPECT_EQ(tree.nodes[tree.leaf[i]].body, i);
+      // every body in exactly one block, the block's bodies down its path
+      std::vector<int> seen(model.nbodies, 0);
+      for (int n = 0; n < nodes; ++n) {
+        const AssemblyTree::Node& node = tree.nodes[n];
+        if (node.left >= 0) continue;
+        EXPECT_GE(node.count, 1);
+        EXPECT_LE(node.count, block);
+        int previous = -1;
+        tree.forEachBlockBody(node, [&](int b) {
+          ++seen[b];
+          EXPECT_EQ(tree.leaf[b], n);
+          if (previous >= 0) {
+            EXPECT_EQ(tree.heavy_child[previous], b);
+          }
+          previous = b;
+        });
+      }
+      for (int i = 1; i < model.nbodies; ++i) EXPECT_EQ(seen[i], 1) << model.name;
       for (int n = 0; n < nodes; ++n) {
         const AssemblyTree::Node& node = tree.nodes[n];
         std::vector<int> children;
         if (node.left >= 0) {
           children = {node.left, node.right};
         } else {
-          for (int c = tree.light_begin[node.body]; c < tree.light_begin[node.body + 1]; ++c)
-            children.push_back(tree.path_root[tree.light[c]]);
+          tree.forEachBlockBody(node, [&](int b) {
+            for (int c = tree.light_begin[b]; c < tree.light_begin[b + 1]; ++c)
+              children.push_back(tree.path_root[tree.light[c]]);
+          });
         }
         int size = 1;
         for (int c : children) {

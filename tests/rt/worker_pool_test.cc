@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/algorithms/hdca.h"
 #include "engine/builder/system_generator.h"
 #include "engine/integrators/simulator.h"
 #include "rt/worker_pool.h"
@@ -75,15 +76,15 @@ std::vector<std::shared_ptr<Model>> parallelModels() {
   for (GeneratedShape shape : {GeneratedShape::kTree, GeneratedShape::kChain}) {
     SystemSpec spec;
     spec.shape = shape;
-    // 519 and 525 nodes: every pass split among the threads (a tree has fewer compounds)
-    spec.bodies = shape == GeneratedShape::kTree ? 350 : 260;
+    // every pass split among the threads (hdcaSplitsPasses, asserted by the tests)
+    spec.bodies = 520;
     out.push_back(std::make_shared<Model>(generateSystem(spec, generatedShapeName(shape).data())));
   }
-  out.push_back(std::make_shared<Model>(test::pinnedArc(260)));
+  out.push_back(std::make_shared<Model>(test::pinnedArc(520)));
   return out;
 }
 
-// A 350-body binary tree, a 260-body chain and a 260-body arc pinned into a loop under hdca's
+// A 520-body binary tree, a 520-body chain and a 520-body arc pinned into a loop under hdca's
 // RK4 (q, p), every pass of the assembly tree split among the threads: the same q and v, bit for
 // bit, on 1, 2 and 4 threads
 // The helpers run on the CPUs given (the server's rt.workers.cpus), each on its own in turn.
@@ -112,8 +113,7 @@ TEST(WorkerPool, HelpersArePinnedToTheCpusGiven) {
 
 TEST(WorkerPool, HdcaStepsAreBitIdenticalOnEveryThreadCount) {
   for (const auto& model : parallelModels()) {
-    // hdca splits a pass among the threads from 512 nodes of the assembly tree
-    ASSERT_GE(buildAssemblyTree(*model).nodes.size(), 512u) << model->name;
+    ASSERT_TRUE(hdcaSplitsPasses(buildAssemblyTree(*model))) << model->name;
     std::vector<Eigen::VectorXd> q, v;
     for (int threads : {1, 2, 4}) {
       WorkerPool pool(threads);
@@ -155,9 +155,10 @@ TEST(WorkerPool, ParallelHdcaStepsAllocateNothingOnAnyThread) {
   if (!test::kAllocationHooks) GTEST_SKIP() << "allocation hooks are off in this build";
   SystemSpec spec;
   spec.shape = GeneratedShape::kTree;
-  spec.bodies = 350;  // 525 nodes, the loop 599: every pass split among the threads
+  spec.bodies = 520;
   for (const auto& model : {std::make_shared<Model>(generateSystem(spec, "tree")),
-                            std::make_shared<Model>(test::pinnedArc(300))}) {
+                            std::make_shared<Model>(test::pinnedArc(520))}) {
+    ASSERT_TRUE(hdcaSplitsPasses(buildAssemblyTree(*model))) << model->name;  // every pass
     WorkerPool pool(2);
     Simulator sim(model, Formulation::kHdca, Integrator::kRk4, 1e-3);
     sim.setExecutor(&pool);
