@@ -245,6 +245,12 @@ bool isPathRoot(const AssemblyTree& tree, int node) {
   return tree.path_root[tree.path_top[node]] == node;
 }
 
+// A path of one block joins the body it hangs off (or the world) as aba's bodies do, through its
+// top joint's articulated inertia: no compound, mobility or gain factor (docs/HDCA.md, "Blocks")
+bool isArticulatedPath(const AssemblyTree& tree, int top) {
+  return tree.nodes[tree.path_root[top]].left < 0;
+}
+
 }  // namespace
 
 // Below this much work (post_weight: about 512 bodies of a chain) every pass runs on the calling
@@ -381,8 +387,14 @@ void absorbedInertia(const Model& model, const Data& data, int i, Matrix6& A) {
   Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
   for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
     const int c = tree.light[k];
-    Matrix6 Z = h.path_factor[c];
     const Vector3 l = offset(data, i, c);
+    if (isArticulatedPath(tree, c)) {
+      Matrix6 passed = h.passed_inertia[c];
+      shiftInertia(l, passed);
+      A += passed;
+      continue;
+    }
+    Matrix6 Z = h.path_factor[c];
     for (int col = 0; col < 6; ++col) Z.col(col) = shiftForce(l, Z.col(col));
     A.noalias() += Z * Z.transpose();
   }
@@ -453,6 +465,15 @@ void assembleBlock(const Model& model, Data& data, int n) {
     if (below > 0)
       for (int c = 0; c < 6; ++c) G.col(c) = shiftForce(l, G.col(c));
   }
+  if (isPathRoot(tree, n)) {
+    // a path of one block: its top joint passes Iᴬ − U D⁻¹ Uᵀ to the body it hangs off
+    Matrix6& passed = h.passed_inertia[bodies[0]];
+    passed = inertia;
+    withImpulseCount(model.nv_joint[bodies[0]], [&](auto count) {
+      articulateJoint<decltype(count)::value>(model, h, bodies[0], passed, nullptr, Y);
+    });
+    return;
+  }
   Matrix6 L, L_inv_t = Matrix6::Identity();
   cholesky<6>(inertia, L);
   solveTransposedFactor<6>(L, L_inv_t);
@@ -496,7 +517,7 @@ void assembleMatrices(const Model& model, Data& data) {
         h.xi22[n].noalias() -= V * V.transpose();
       });
     }
-    if (isPathRoot(tree, n)) {
+    if (node.left >= 0 && isPathRoot(tree, n)) {
       const int top = tree.path_top[n];
       pathFactor(h, top, h.xi11[n], h.path_factor[top]);
     }
@@ -555,10 +576,18 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
   const auto lightPaths = [&](int b, Vector6& beta, Vector6& load) {
     for (int k = tree.light_begin[b]; k < tree.light_begin[b + 1]; ++k) {
       const int c = tree.light[k], root = tree.path_root[c];
-      Vector6 out = Vector6::Zero();
-      addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
-      const Matrix6& Z = h.path_factor[c];  // −W ξ₁₀ = Z Zᵀ ξ₁₀
-      out.noalias() -= Z * (Z.transpose() * h.xi10[root]);
+      Vector6 out;
+      if (isArticulatedPath(tree, c)) {  // β + U D⁻¹ (p − Hᵀ β) of its top joint
+        out = h.momentum_bias[c];
+        double x[6];
+        blockJointRates(h, c, model.nv_joint[c], p.data() + model.idx_v[c], out, nullptr, x);
+        addColumns(h.joint_gain[c], x, model.nv_joint[c], out);
+      } else {
+        out.setZero();
+        addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
+        const Matrix6& Z = h.path_factor[c];  // −W ξ₁₀ = Z Zᵀ ξ₁₀
+        out.noalias() -= Z * (Z.transpose() * h.xi10[root]);
+      }
       beta += shiftForce(offset(data, b, c), out);
       if constexpr (kLoads) load += h.load[root];
     }
@@ -590,6 +619,10 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         addColumns(h.joint_gain[i], x, nv, beta);
         beta = shiftForce(offset(data, bodies[k - 1], i), beta);
       }
+      if (isPathRoot(tree, n)) {  // a path of one block: no mobility equations
+        if constexpr (kLoads) h.load[n] = load;
+        return;
+      }
       Vector6 e = -beta;
       addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
       h.xi10[n].noalias() = h.mobility[first] * e;
@@ -616,7 +649,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
 
   auto down_step = [&](int n) {
     const AssemblyTree::Node& node = tree.nodes[n];
-    if (isPathRoot(tree, n)) {
+    if (node.left >= 0 && isPathRoot(tree, n)) {
       // the top joint on its parent body (or the world): (43) with the parent's velocity
       const int top = tree.path_top[n], parent = model.parent[top];
       Vector6 jump = h.xi10[n];
@@ -661,10 +694,18 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
           delta = shiftForce(offset(data, bodies[k - 1], i), delta);
         }
       }
-      Vector6 e = h.T1[n] - h.momentum_bias[first];
-      addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
       Vector6 V;
-      V.noalias() = h.mobility[first] * e;
+      if (isPathRoot(tree, n)) {
+        // a path of one block: its top joint's rates as aba's, from the parent's velocity
+        const int parent = std::max(model.parent[first], 0);
+        V = blockVelocity(model, data, parent, first, p,
+                          parent > 0 ? h.velocity[parent] : Vector6::Zero().eval());
+        if constexpr (kLoads) h.beyond[n].setZero();
+      } else {
+        Vector6 e = h.T1[n] - h.momentum_bias[first];
+        addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
+        V.noalias() = h.mobility[first] * e;
+      }
       h.velocity[first] = V;
       for (int k = 1; k < m; ++k) {
         V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V);

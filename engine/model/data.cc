@@ -57,7 +57,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
     const std::size_t nb = model.nbodies;
     for (auto* per_body : {&hdca.motion, &hdca.local, &hdca.impulse_basis, &hdca.inertia,
                            &hdca.mobility, &hdca.joint_gain, &hdca.joint_inertia_inverse,
-                           &hdca.path_factor})
+                           &hdca.path_factor, &hdca.passed_inertia})
       per_body->assign(nb, Matrix6::Zero());
     for (auto* per_body : {&hdca.compliance, &hdca.momentum_bias, &hdca.velocity,
                            &hdca.weight, &hdca.velocity_W, &hdca.subtree_load,

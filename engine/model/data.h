@@ -149,6 +149,9 @@ struct Data {
     /// a path's top body: Z of its top joint's W = −Z Zᵀ (seed 001 (43)), columns beyond the
     /// joint's impulse count zero
     std::vector<Matrix6> path_factor;
+    /// a path's top body, where the path is one block: Iᴬ − U D⁻¹ Uᵀ of its top joint, the
+    /// articulated inertia it passes to the body it hangs off (about the joint's point)
+    std::vector<Matrix6> passed_inertia;
     /// β: the momentum the body's joint carries beyond Iᴬ V, about the joint's point (its
     /// block's recursion, docs/HDCA.md "Blocks")
     std::vector<Vector6> momentum_bias;
