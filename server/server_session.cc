@@ -183,7 +183,9 @@ Rejection ServerSession::checkBudget(std::uint64_t cycles) const {
 }
 
 void ServerSession::dropQueuedWork(const char* why) {
-  if (mode() != rt::SessionMode::kLockstep) return;
+  // Nothing queued, nothing to drop: a drop request would stay pending until the runner's next
+  // look and take whatever another caller queued meanwhile (a controller that reconnects at once)
+  if (mode() != rt::SessionMode::kLockstep || session_->queuedCycles() == 0) return;
   session_->dropQueuedWork();
   work_drops_.fetch_add(1, std::memory_order_acq_rel);
   {

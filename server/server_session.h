@@ -150,6 +150,7 @@ class ServerSession {
   double cpuSeconds(std::uint64_t cycles) const;
   /// LOCKSTEP: drops the session's queued cycles (rt::SessionCore::dropQueuedWork) because the
   /// caller that asked for them went away, and answers every Step call still waiting ABORTED.
+  /// Nothing happens when no cycle is queued.
   void dropQueuedWork(const char* why);
   /// How many times dropQueuedWork ran (a Step call compares it across its queueing).
   std::uint64_t workDrops() const { return work_drops_.load(std::memory_order_acquire); }

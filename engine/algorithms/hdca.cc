@@ -222,7 +222,8 @@ void pathFactor(const Data::Hdca& h, int j, const Matrix6& psi, Matrix6& Z) {
 // out (+)= Σ_c columns.col(c) x[c] over the first n columns, out −= with kSubtract: a joint's 1 to 6
 // columns without a dynamic-size product's set-up
 template <bool kSubtract = false>
-[[gnu::always_inline]] inline void addColumns(const Matrix6& columns, const double* x, int n, Vector6& out) {
+[[gnu::always_inline]] inline void addColumns(const Matrix6& columns, const double* x, int n,
+                                              Vector6& out) {
   for (int c = 0; c < n; ++c) {
     if constexpr (kSubtract)
       out -= columns.col(c) * x[c];
@@ -232,7 +233,8 @@ template <bool kSubtract = false>
 }
 
 // x[c] = columns.col(c) · y over the first n columns
-[[gnu::always_inline]] inline void dotColumns(const Matrix6& columns, const Vector6& y, int n, double* x) {
+[[gnu::always_inline]] inline void dotColumns(const Matrix6& columns, const Vector6& y, int n,
+                                              double* x) {
   for (int c = 0; c < n; ++c) x[c] = columns.col(c).dot(y);
 }
 
