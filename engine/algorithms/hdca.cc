@@ -552,6 +552,15 @@ void assembleMatrices(const Model& model, Data& data) {
   }
 }
 
+// β + U D⁻¹ (p − Hᵀ β) into β: what joint i passes to its parent of the bias below it (p null:
+// zero momenta, T₂'s share)
+[[gnu::always_inline]] inline void carryAcrossJoint(const Data::Hdca& h, int i, int nv,
+                                                   const double* p, Vector6& beta) {
+  double x[6];
+  blockJointRates(h, i, nv, p, beta, nullptr, x);
+  addColumns(h.joint_gain[i], x, nv, beta);
+}
+
 // Body i's velocity inside a block from its parent j's: V = S ᵀ V_j + H x (about i's origin)
 [[gnu::always_inline]] inline Vector6 blockVelocity(const Model& model, const Data& data, int j,
                                                    int i,
@@ -581,9 +590,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       Vector6 out;
       if (isArticulatedPath(tree, c)) {  // β + U D⁻¹ (p − Hᵀ β) of its top joint
         out = h.momentum_bias[c];
-        double x[6];
-        blockJointRates(h, c, model.nv_joint[c], p.data() + model.idx_v[c], out, nullptr, x);
-        addColumns(h.joint_gain[c], x, model.nv_joint[c], out);
+        carryAcrossJoint(h, c, model.nv_joint[c], p.data() + model.idx_v[c], out);
       } else {
         out.setZero();
         addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
@@ -615,10 +622,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         lightPaths(i, beta, load);
         h.momentum_bias[i] = beta;
         if (k == 0) break;
-        const int nv = model.nv_joint[i];
-        double x[6];
-        blockJointRates(h, i, nv, p.data() + model.idx_v[i], beta, nullptr, x);
-        addColumns(h.joint_gain[i], x, nv, beta);
+        carryAcrossJoint(h, i, model.nv_joint[i], p.data() + model.idx_v[i], beta);
         beta = shiftForce(offset(data, bodies[k - 1], i), beta);
       }
       if (isPathRoot(tree, n)) {  // a path of one block: no mobility equations
@@ -689,10 +693,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
           const int i = bodies[k];
           h.momentum_bias[i] += delta;
           if (k == 0) break;
-          const int nv = model.nv_joint[i];
-          double x[6];
-          blockJointRates(h, i, nv, nullptr, delta, nullptr, x);
-          addColumns(h.joint_gain[i], x, nv, delta);
+          carryAcrossJoint(h, i, model.nv_joint[i], nullptr, delta);
           delta = shiftForce(offset(data, bodies[k - 1], i), delta);
         }
       }
