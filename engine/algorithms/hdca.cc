@@ -1,6 +1,7 @@
 #include "engine/algorithms/hdca.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <Eigen/Cholesky>
 
 #include "engine/algorithms/forward_kinematics.h"
+#include "engine/algorithms/joint_kinematics.h"
 #include "engine/algorithms/rnea.h"
 #include "engine/parallel/executor.h"
 
@@ -59,6 +61,16 @@ void shiftInertia(const Vector3& l, Matrix6& X) {
   X.block<3, 3>(3, 0) = B.transpose();
 }
 
+bool isPathRoot(const AssemblyTree& tree, int node) {
+  return tree.path_root[tree.path_top[node]] == node;
+}
+
+// A path of one block joins the body it hangs off (or the world) as aba's bodies do, through its
+// top joint's articulated inertia: no compound, mobility or gain factor (docs/HDCA.md, "Blocks")
+bool isArticulatedPath(const AssemblyTree& tree, int top) {
+  return tree.nodes[tree.path_root[top]].left < 0;
+}
+
 // Joint i's bases at the kinematics in Data: its motion subspace H, written about the child
 // frame's origin o (the joint's point, the handles' of both sides) where it is orthonormal
 // (Hᵀ H = 1), and the constraint directions D that complete it to an orthonormal basis there
@@ -70,8 +82,29 @@ void jointBases(const Model& model, Data& data, int i) {
   const Vector3& o = data.X_WB[i].translation;
   const Joint& joint = model.joints[i];
   const int nv = model.nv_joint[i];
-  // a joint inside a block carries no impulse of the assembly: its D is not needed
-  const bool handle = h.tree.nodes[h.tree.leaf[i]].body == i;
+  // only a joint that joins two nodes of the assembly carries impulses along D: one inside a
+  // block, or atop a path of one block (joined as aba joins bodies), needs H alone
+  const AssemblyTree& tree = h.tree;
+  const bool handle = tree.nodes[tree.leaf[i]].body == i &&
+                      !(tree.path_root[i] >= 0 && isArticulatedPath(tree, i));
+  if (!handle && (joint.type == JointType::kRevolute || joint.type == JointType::kPrismatic)) {
+    // the common case without the general path's dynamic-size columns: H about o, and about
+    // W's origin (tail += o × head, as motionAboutOrigin)
+    const Vector3 a = R * joint.axis;
+    auto local = h.local[i].col(0);
+    auto motion = h.motion[i].col(0);
+    if (joint.type == JointType::kRevolute) {
+      local.head<3>() = a;
+      local.tail<3>().setZero();
+      motion.head<3>() = a;
+      motion.tail<3>() = o.cross(a);
+    } else {
+      local.head<3>().setZero();
+      local.tail<3>() = a;
+      motion = local;
+    }
+    return;
+  }
   Matrix6X H0 = Matrix6X::Zero(6, nv), D0 = Matrix6X::Zero(6, 6 - nv);
   Vector3 n1, n2;
   switch (joint.type) {
@@ -243,16 +276,6 @@ template <bool kSubtract = false>
   return data.X_WB[b].translation - data.X_WB[a].translation;
 }
 
-bool isPathRoot(const AssemblyTree& tree, int node) {
-  return tree.path_root[tree.path_top[node]] == node;
-}
-
-// A path of one block joins the body it hangs off (or the world) as aba's bodies do, through its
-// top joint's articulated inertia: no compound, mobility or gain factor (docs/HDCA.md, "Blocks")
-bool isArticulatedPath(const AssemblyTree& tree, int top) {
-  return tree.nodes[tree.path_root[top]].left < 0;
-}
-
 }  // namespace
 
 // Below this much work (post_weight: about 512 bodies of a chain) every pass runs on the calling
@@ -365,18 +388,84 @@ void overTree(Data& data, Body& body) {
   runOnEveryThread(data.executor, run);
 }
 
-// Per body, independent: the joint's bases, the body's inertia and weight in W
-void bodyTerms(const Model& model, Data& data) {
+// Calls f(c) for each child c of body i: its heavy child, then its light ones in ascending order
+template <typename F>
+[[gnu::always_inline]] inline void forEachChild(const AssemblyTree& tree, int i, F&& f) {
+  if (tree.heavy_child[i] > 0) f(tree.heavy_child[i]);
+  for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) f(tree.light[k]);
+}
+
+// The body-by-body sweeps along the model's tree (the kinematics, the velocities and momenta of
+// the refinement), on the threads of the passes over the assembly tree: body i on the thread
+// whose range holds its leaf, which assembles it and reads what the sweep writes (on a sweep of
+// its own, the calling thread would fetch every body's terms from the other cores' caches, and
+// they theirs back: a 1024-body kinematics pass took twice as long on two threads as on one).
+// In one hand-over, each thread runs down(i) for its bodies in ascending index, each after
+// down(parent), then up(i) (kUpWaits: after up(c) of every child c) in descending index; a
+// thread waits, spinning, only for a parent or child in another range. A body's parent has the
+// lower index, so the lowest body not yet done always can be: no two threads wait on each other.
+// Body stamps share `finished` with the node stamps: the down steps stamp pass P, the up steps
+// P + 1. Every body's arithmetic is the same on every thread count.
+template <bool kUpWaits, typename Down, typename Up>
+void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
   Data::Hdca& h = data.hdca;
-  auto body = [&](int i) {
-    jointBases(model, data, i);
-    const Inertia inertia_W = model.inertias[i].transformed(data.X_WB[i]);
-    inertia_W.matrix(h.inertia[i]);
-    const Vector3 force = inertia_W.mass * model.gravity;
-    h.weight[i].head<3>() = inertia_W.com.cross(force);
-    h.weight[i].tail<3>() = force;
+  const AssemblyTree& tree = h.tree;
+  const int threads = threadCount(data);
+  if (threads == 1) {
+    for (int i = 1; i < model.nbodies; ++i) down(i, 0);
+    for (int i = model.nbodies - 1; i >= 1; --i) up(i, 0);
+    return;
+  }
+  h.pass += 2;
+  const std::uint32_t down_pass = h.pass - 1, up_pass = h.pass;
+  std::uint32_t* finished = h.finished.data();
+  const auto stamp = [&](int i, std::uint32_t pass) {
+    std::atomic_ref<std::uint32_t>(finished[i]).store(pass, std::memory_order_release);
   };
-  overBodies(model, data, body);
+  auto run = [&](int t, int) {
+    const int a = rangeBegin(tree, threads, t), b = rangeBegin(tree, threads, t + 1);
+    const auto owns = [&](int i) { return tree.leaf[i] >= a && tree.leaf[i] < b; };
+    for (int i = 1; i < model.nbodies; ++i) {
+      if (!owns(i)) continue;
+      if (const int parent = model.parent[i]; parent > 0) {
+        std::atomic_ref<std::uint32_t> seen(finished[parent]);
+        // done with down, or with up already (a later stamp of this pass)
+        while (static_cast<std::int32_t>(seen.load(std::memory_order_acquire) - down_pass) < 0)
+          spinPause();
+      }
+      down(i, t);
+      stamp(i, down_pass);
+    }
+    for (int i = model.nbodies - 1; i >= 1; --i) {
+      if (!owns(i)) continue;
+      if constexpr (kUpWaits)
+        forEachChild(tree, i, [&](int c) {
+          std::atomic_ref<std::uint32_t> seen(finished[c]);
+          while (seen.load(std::memory_order_acquire) != up_pass) spinPause();
+        });
+      up(i, t);
+      stamp(i, up_pass);
+    }
+  };
+  runOnEveryThread(data.executor, run);
+}
+
+// Body i's joint bases, inertia and weight in W, at its kinematics
+void bodyTerms(const Model& model, Data& data, int i) {
+  Data::Hdca& h = data.hdca;
+  jointBases(model, data, i);
+  const Inertia inertia_W = model.inertias[i].transformed(data.X_WB[i]);
+  inertia_W.matrix(h.inertia[i]);
+  const Vector3 force = inertia_W.mass * model.gravity;
+  h.weight[i].head<3>() = inertia_W.com.cross(force);
+  h.weight[i].tail<3>() = force;
+}
+
+// The kinematics at q (forwardKinematics' steps, down the tree), then every body's terms
+void kinematicsAndBodyTerms(const Model& model, Data& data, const Eigen::VectorXd& q) {
+  auto down = [&](int i, int) { detail::jointPositionStep(model, data, i, q.data()); };
+  auto up = [&](int i, int) { bodyTerms(model, data, i); };
+  downThenUp<false>(model, data, down, up);
 }
 
 // Body i's inertia about its origin (W's axes) with the paths hanging off it absorbed:
@@ -561,24 +650,31 @@ void assembleMatrices(const Model& model, Data& data) {
   addColumns(h.joint_gain[i], x, nv, beta);
 }
 
-// Body i's velocity inside a block from its parent j's: V = S ᵀ V_j + H x (about i's origin)
+// Body i's velocity inside a block from its parent j's: V = S ᵀ V_j + H x (about i's origin);
+// the joint's rates x into `rates` when given (p is read before: `rates` may alias p)
 [[gnu::always_inline]] inline Vector6 blockVelocity(const Model& model, const Data& data, int j,
                                                    int i,
-                      const Eigen::Ref<const Eigen::VectorXd>& p, const Vector6& V_parent) {
+                      const Eigen::Ref<const Eigen::VectorXd>& p, const Vector6& V_parent,
+                                                   double* rates = nullptr) {
   const Data::Hdca& h = data.hdca;
   const int nv = model.nv_joint[i];
   Vector6 V = shiftMotion(offset(data, j, i), V_parent);
   double x[6];
   blockJointRates(h, i, nv, p.data() + model.idx_v[i], h.momentum_bias[i], &V, x);
   addColumns(h.local[i], x, nv, V);
+  if (rates != nullptr)
+    for (int c = 0; c < nv; ++c) rates[c] = x[c];
   return V;
 }
 
 // Phase 1's vectors for momenta p: ξ₁₀, ξ₂₀, β up the tree and the impulses down it, with the
 // applied loads accumulated over the same tree when `loads` (seed 001 (70)–(76)); every body's
-// velocity into h.velocity
+// velocity into h.velocity, and into v the rates of every joint the recursion of its block
+// solves for (all but the first joint of a block in mobility form: firstJointRates). p's entries
+// are read before v's are written: v may be p.
 template <bool kLoads>
-void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p) {
+void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
+                      Eigen::Ref<Eigen::VectorXd> v) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   // β of body b gains the momenta its light children's joints carry out and the impulses their
@@ -702,7 +798,8 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         // a path of one block: its top joint's rates as aba's, from the parent's velocity
         const int parent = std::max(model.parent[first], 0);
         V = blockVelocity(model, data, parent, first, p,
-                          parent > 0 ? h.velocity[parent] : Vector6::Zero().eval());
+                          parent > 0 ? h.velocity[parent] : Vector6::Zero().eval(),
+                          v.data() + model.idx_v[first]);
         if constexpr (kLoads) h.beyond[n].setZero();
       } else {
         Vector6 e = h.T1[n] - h.momentum_bias[first];
@@ -711,7 +808,8 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       }
       h.velocity[first] = V;
       for (int k = 1; k < m; ++k) {
-        V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V);
+        V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V,
+                          v.data() + model.idx_v[bodies[k]]);
         h.velocity[bodies[k]] = V;
       }
       if constexpr (kLoads) {
@@ -730,33 +828,74 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
   overTree<false>(data, down_step);
 }
 
-// (23): v = Hᵀ (V₁ᴮ − V₂ᴬ) of the bodies' velocities phase 1 left, both sides at the joint's point
-void jointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd> v) {
+// (23): v = Hᵀ (V₁ᴮ − V₂ᴬ) of the bodies' velocities phase 1 left, both sides at the joint's
+// point, for the first joint of each block in mobility form (its parent's velocity is another
+// block's); the other joints' rates came with their velocities (propagateMomenta)
+void firstJointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd> v) {
   const Data::Hdca& h = data.hdca;
-  auto body = [&](int i) {
-    const int parent = model.parent[i];
+  const AssemblyTree& tree = h.tree;
+  const auto leaf = [&](int n) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (node.left >= 0 || isPathRoot(tree, n)) return;
+    const int i = node.body, parent = model.parent[i];
     Vector6 jump = h.velocity[i];
     if (parent > 0) jump -= shiftMotion(offset(data, parent, i), h.velocity[parent]);
     dotColumns(h.local[i], jump, model.nv_joint[i], v.data() + model.idx_v[i]);
   };
-  overBodies(model, data, body);
+  // none when every path is one block (no compound): aba's recursion throughout
+  if (std::none_of(tree.nodes.begin(), tree.nodes.end(),
+                   [](const AssemblyTree::Node& node) { return node.left >= 0; }))
+    return;
+  const int threads = threadCount(data);
+  if (threads == 1) {
+    for (int n = 0; n < static_cast<int>(tree.nodes.size()); ++n) leaf(n);
+    return;
+  }
+  auto run = [&](int t, int) {  // each leaf on the thread that assembled it
+    const int end = rangeBegin(tree, threads, t + 1);
+    for (int n = rangeBegin(tree, threads, t); n < end; ++n) leaf(n);
+  };
+  runOnEveryThread(data.executor, run);
 }
 
 // The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
-// subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly
-void subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v) {
+// subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly. With p,
+// the residual p − M v = p − Hᵀ Σ I V − armature v into h.residual; returns its largest
+// magnitude (NaN if any entry is NaN), else 0.
+double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
+                      const double* p = nullptr) {
   Data::Hdca& h = data.hdca;
-  for (int i = 1; i < model.nbodies; ++i) {
-    const int nv = model.nv_joint[i], parent = model.parent[i];
+  const AssemblyTree& tree = h.tree;
+  constexpr int kMaxThreads = 64;  // as sessions and the command line allow
+  assert(threadCount(data) <= kMaxThreads);
+  std::array<double, kMaxThreads> worst{};  // per thread
+  auto down = [&](int i, int) {
+    const int parent = model.parent[i];
     if (parent > 0)
       h.velocity_W[i] = h.velocity_W[parent];
     else
       h.velocity_W[i].setZero();
-    addColumns(h.motion[i], v.data() + model.idx_v[i], nv, h.velocity_W[i]);
-    h.momentum[i].noalias() = h.inertia[i] * h.velocity_W[i];
-  }
-  for (int i = model.nbodies - 1; i >= 1; --i)
-    if (model.parent[i] > 0) h.momentum[model.parent[i]] += h.momentum[i];
+    addColumns(h.motion[i], v.data() + model.idx_v[i], model.nv_joint[i], h.velocity_W[i]);
+  };
+  auto up = [&](int i, int t) {
+    Vector6& momentum = h.momentum[i];
+    momentum.noalias() = h.inertia[i] * h.velocity_W[i];
+    forEachChild(tree, i, [&](int c) { momentum += h.momentum[c]; });
+    if (p == nullptr) return;
+    const int iv = model.idx_v[i], nv = model.nv_joint[i];
+    double* r = h.residual.data() + iv;
+    dotColumns(h.motion[i], momentum, nv, r);
+    for (int c = 0; c < nv; ++c) {
+      r[c] = p[iv + c] - r[c] - model.armature[iv + c] * v[iv + c];
+      const double size = std::abs(r[c]);
+      if (size > worst[t] || std::isnan(size)) worst[t] = size;  // NaN stays
+    }
+  };
+  downThenUp<true>(model, data, down, up);
+  double largest = 0.0;
+  for (const double w : worst)
+    if (w > largest || std::isnan(w)) largest = w;
+  return largest;
 }
 
 // v = M⁻¹ p by the tree, refined: v ← v + M⁻¹ (p − M v) while the residual is above round-off, at
@@ -771,26 +910,18 @@ template <bool kLoads>
 bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
                   Eigen::Ref<Eigen::VectorXd> v) {
   Data::Hdca& h = data.hdca;
-  propagateMomenta<kLoads>(model, data, p);
-  jointRates(model, data, h.estimate);
+  propagateMomenta<kLoads>(model, data, p, h.estimate);
+  firstJointRates(model, data, h.estimate);
   const double tolerance = kResidualTolerance * p.lpNorm<Eigen::Infinity>();
   h.corrections = 0;
   bool swept_at_estimate = false;
   for (int step = 0; step < kRefinementSteps; ++step) {
-    subtreeMomenta(model, data, h.estimate);
-    for (int i = 1; i < model.nbodies; ++i) {
-      const int iv = model.idx_v[i], nv = model.nv_joint[i];
-      double* r = h.residual.data() + iv;
-      dotColumns(h.motion[i], h.momentum[i], nv, r);
-      for (int c = 0; c < nv; ++c)
-        r[c] = p[iv + c] - r[c] - model.armature[iv + c] * h.estimate[iv + c];
-    }
-    if (!(h.residual.lpNorm<Eigen::Infinity>() > tolerance)) {
+    if (!(subtreeMomenta(model, data, h.estimate, p.data()) > tolerance)) {
       swept_at_estimate = true;
       break;
     }
-    propagateMomenta<false>(model, data, h.residual);
-    jointRates(model, data, h.residual);
+    propagateMomenta<false>(model, data, h.residual, h.residual);
+    firstJointRates(model, data, h.residual);
     h.estimate += h.residual;
     ++h.corrections;
   }
@@ -803,13 +934,16 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
 void hdcaAssembleAtKinematics(const Model& model, Data& data) {
   assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
   assert(!model.has_flexible_bodies);
-  bodyTerms(model, data);
+  auto body = [&](int i) { bodyTerms(model, data, i); };
+  overBodies(model, data, body);
   assembleMatrices(model, data);
 }
 
 void hdcaAssemble(const Model& model, Data& data, const Eigen::VectorXd& q) {
-  forwardKinematics(model, data, q);
-  hdcaAssembleAtKinematics(model, data);
+  assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
+  assert(!model.has_flexible_bodies);
+  kinematicsAndBodyTerms(model, data, q);
+  assembleMatrices(model, data);
 }
 
 void hdcaVelocities(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,

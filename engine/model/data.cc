@@ -115,7 +115,7 @@ void Data::useAssemblyTree(AssemblyTree tree) {
   for (auto* per_node : {&hdca.xi10, &hdca.xi20, &hdca.beta, &hdca.T1, &hdca.T2, &hdca.load,
                          &hdca.beyond})
     per_node->assign(nn, Vector6::Zero());
-  hdca.finished.assign(nn, 0);
+  hdca.finished.assign(std::max(nn, hdca.tree.leaf.size()), 0);  // node and body stamps
   hdca.pass = 0;
 }
 

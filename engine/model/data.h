@@ -168,8 +168,9 @@ struct Data {
     std::vector<Vector6> momentum;      ///< [nbodies] the subtree's momentum Σ I V (refinement)
     Eigen::VectorXd rhs, estimate, residual;  ///< nv scratch
     int corrections = 0;  ///< refinement steps the last solve took (docs/HDCA.md, "Accuracy")
-    /// [nodes] the pass in which each node was last finished, and the current pass: on several
-    /// threads a node waits for the nodes it reads by these stamps (std::atomic_ref)
+    /// [max(nodes, nbodies)] the pass in which each node (or, in a sweep along the model's
+    /// tree, each body) was last finished, and the current pass: on several threads a node or
+    /// body waits for those it reads by these stamps (std::atomic_ref)
     std::vector<std::uint32_t> finished;
     std::uint32_t pass = 0;
   } hdca;
