@@ -400,12 +400,14 @@ template <typename F>
 // whose range holds its leaf, which assembles it and reads what the sweep writes (on a sweep of
 // its own, the calling thread would fetch every body's terms from the other cores' caches, and
 // they theirs back: a 1024-body kinematics pass took twice as long on two threads as on one).
-// In one hand-over, each thread runs down(i) for its bodies in ascending index, each after
-// down(parent), then up(i) (kUpWaits: after up(c) of every child c) in descending index; a
-// thread waits, spinning, only for a parent or child in another range. A body's parent has the
-// lower index, so the lowest body not yet done always can be: no two threads wait on each other.
-// Body stamps share `finished` with the node stamps: the down steps stamp pass P, the up steps
-// P + 1. Every body's arithmetic is the same on every thread count.
+// In one hand-over, each thread runs down(i) for its bodies, each after down(parent), then
+// up(i) (kUpWaits: after up(c) of every child c). A thread goes over its bodies in ascending
+// index (descending on the way up) and takes each whose parent (children) is done, leaving the
+// others for its next round: a body whose parent lies deep in another thread's range holds up
+// only its own subtree. A body's parent has the lower index, so the lowest body not yet done
+// always can be: the rounds end. Body stamps share `finished` with the node stamps: the down
+// steps stamp pass P, the up steps P + 1. Every body's arithmetic is the same on every thread
+// count.
 template <bool kUpWaits, typename Down, typename Up>
 void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
   Data::Hdca& h = data.hdca;
@@ -419,32 +421,48 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
   h.pass += 2;
   const std::uint32_t down_pass = h.pass - 1, up_pass = h.pass;
   std::uint32_t* finished = h.finished.data();
+  const auto stampOf = [&](int i) {
+    return std::atomic_ref<std::uint32_t>(finished[i]).load(std::memory_order_acquire);
+  };
+  // down_pass or up_pass (up follows down)
+  const auto downDone = [&](int i) {
+    return static_cast<std::int32_t>(stampOf(i) - down_pass) >= 0;
+  };
   const auto stamp = [&](int i, std::uint32_t pass) {
     std::atomic_ref<std::uint32_t>(finished[i]).store(pass, std::memory_order_release);
   };
   auto run = [&](int t, int) {
     const int a = rangeBegin(tree, threads, t), b = rangeBegin(tree, threads, t + 1);
     const auto owns = [&](int i) { return tree.leaf[i] >= a && tree.leaf[i] < b; };
-    for (int i = 1; i < model.nbodies; ++i) {
-      if (!owns(i)) continue;
-      if (const int parent = model.parent[i]; parent > 0) {
-        std::atomic_ref<std::uint32_t> seen(finished[parent]);
-        // done with down, or with up already (a later stamp of this pass)
-        while (static_cast<std::int32_t>(seen.load(std::memory_order_acquire) - down_pass) < 0)
-          spinPause();
+    for (bool left = true; left;) {
+      left = false;
+      for (int i = 1; i < model.nbodies; ++i) {
+        if (!owns(i) || downDone(i)) continue;
+        if (const int parent = model.parent[i]; parent > 0 && !downDone(parent)) {
+          left = true;
+          continue;
+        }
+        down(i, t);
+        stamp(i, down_pass);
       }
-      down(i, t);
-      stamp(i, down_pass);
+      if (left) spinPause();
     }
-    for (int i = model.nbodies - 1; i >= 1; --i) {
-      if (!owns(i)) continue;
-      if constexpr (kUpWaits)
-        forEachChild(tree, i, [&](int c) {
-          std::atomic_ref<std::uint32_t> seen(finished[c]);
-          while (seen.load(std::memory_order_acquire) != up_pass) spinPause();
-        });
-      up(i, t);
-      stamp(i, up_pass);
+    for (bool left = true; left;) {
+      left = false;
+      for (int i = model.nbodies - 1; i >= 1; --i) {
+        if (!owns(i) || stampOf(i) == up_pass) continue;
+        if constexpr (kUpWaits) {
+          bool ready = true;
+          forEachChild(tree, i, [&](int c) { ready = ready && stampOf(c) == up_pass; });
+          if (!ready) {
+            left = true;
+            continue;
+          }
+        }
+        up(i, t);
+        stamp(i, up_pass);
+      }
+      if (left) spinPause();
     }
   };
   runOnEveryThread(data.executor, run);
@@ -868,7 +886,10 @@ double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
   const AssemblyTree& tree = h.tree;
   constexpr int kMaxThreads = 64;  // as sessions and the command line allow
   assert(threadCount(data) <= kMaxThreads);
-  std::array<double, kMaxThreads> worst{};  // per thread
+  struct alignas(64) Largest {  // one cache line per thread: no line shared by two writers
+    double value = 0.0;
+  };
+  std::array<Largest, kMaxThreads> worst{};
   auto down = [&](int i, int) {
     const int parent = model.parent[i];
     if (parent > 0)
@@ -888,13 +909,14 @@ double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
     for (int c = 0; c < nv; ++c) {
       r[c] = p[iv + c] - r[c] - model.armature[iv + c] * v[iv + c];
       const double size = std::abs(r[c]);
-      if (size > worst[t] || std::isnan(size)) worst[t] = size;  // NaN stays
+      double& largest = worst[t].value;
+      if (size > largest || std::isnan(size)) largest = size;  // NaN stays
     }
   };
   downThenUp<true>(model, data, down, up);
   double largest = 0.0;
-  for (const double w : worst)
-    if (w > largest || std::isnan(w)) largest = w;
+  for (const Largest& w : worst)
+    if (w.value > largest || std::isnan(w.value)) largest = w.value;
   return largest;
 }
 
@@ -922,10 +944,20 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
     }
     propagateMomenta<false>(model, data, h.residual, h.residual);
     firstJointRates(model, data, h.residual);
-    h.estimate += h.residual;
+    auto add = [&](int i) {
+      const int iv = model.idx_v[i];
+      for (int c = 0; c < model.nv_joint[i]; ++c) h.estimate[iv + c] += h.residual[iv + c];
+    };
+    overBodies(model, data, add);
     ++h.corrections;
   }
-  v = h.estimate;  // p is no longer read: v may be p
+  // p is no longer read: v may be p. Each body's entries on its own thread (as the vectors
+  // above): written there, they are read there next
+  auto copy = [&](int i) {
+    const int iv = model.idx_v[i];
+    for (int c = 0; c < model.nv_joint[i]; ++c) v[iv + c] = h.estimate[iv + c];
+  };
+  overBodies(model, data, copy);
   return swept_at_estimate;
 }
 
