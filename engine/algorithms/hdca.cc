@@ -71,6 +71,13 @@ bool isArticulatedPath(const AssemblyTree& tree, int top) {
   return tree.nodes[tree.path_root[top]].left < 0;
 }
 
+// Whether some path has more than one block (a compound node joins two); if none, every path is
+// assembled as aba's recursion
+bool hasCompounds(const AssemblyTree& tree) {
+  return std::any_of(tree.nodes.begin(), tree.nodes.end(),
+                     [](const AssemblyTree::Node& node) { return node.left >= 0; });
+}
+
 // Joint i's bases at the kinematics in Data: its motion subspace H, written about the child
 // frame's origin o (the joint's point, the handles' of both sides) where it is orthonormal
 // (Hᵀ H = 1), and the constraint directions D that complete it to an orthonormal basis there
@@ -332,18 +339,25 @@ void overBodies(const Model& model, Data& data, Body& body) {
 // before a (the ancestors of the range's first nodes, which wait for the thread before); down,
 // the same sequence reversed. A thread waits, spinning, only for a node of another thread's range:
 // a node publishes its results by stamping the pass into `finished` (release), a reader waits for
-// that stamp (acquire). Every node's arithmetic is the same on every thread count.
+// that stamp (acquire). Every node's arithmetic is the same on every thread count. A body that
+// takes (node, thread) is told which thread runs it.
 template <bool kUp, typename Body>
-void overTree(Data& data, Body& body) {
+void overTree(Data& data, Body& body_of) {
+  const auto body = [&](int n, int t) {
+    if constexpr (std::is_invocable_v<Body&, int, int>)
+      body_of(n, t);
+    else
+      body_of(n);
+  };
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   const int nodes = static_cast<int>(tree.nodes.size());
   const int threads = threadCount(data);
   if (threads == 1) {
     if constexpr (kUp)
-      for (int n = 0; n < nodes; ++n) body(n);
+      for (int n = 0; n < nodes; ++n) body(n, 0);
     else
-      for (int n = nodes - 1; n >= 0; --n) body(n);
+      for (int n = nodes - 1; n >= 0; --n) body(n, 0);
     return;
   }
   const std::uint32_t pass = ++h.pass;
@@ -352,7 +366,7 @@ void overTree(Data& data, Body& body) {
     std::atomic_ref<std::uint32_t> stamp(finished[n]);
     while (stamp.load(std::memory_order_acquire) != pass) spinPause();
   };
-  const auto step = [&](int n) {
+  const auto step = [&](int n, int t) {
     if constexpr (kUp) {
       const AssemblyTree::Node& node = tree.nodes[n];
       if (node.left >= 0) {
@@ -367,7 +381,7 @@ void overTree(Data& data, Body& body) {
     } else if (tree.consumer[n] >= 0) {
       wait(tree.consumer[n]);
     }
-    body(n);
+    body(n, t);
     std::atomic_ref<std::uint32_t>(finished[n]).store(pass, std::memory_order_release);
   };
   auto run = [&](int t, int) {
@@ -375,14 +389,14 @@ void overTree(Data& data, Body& body) {
     const auto inside = [&](int n) { return tree.subtree_begin[n] >= a; };
     if constexpr (kUp) {
       for (int n = a; n < b; ++n)
-        if (inside(n)) step(n);
+        if (inside(n)) step(n, t);
       for (int n = a; n < b; ++n)
-        if (!inside(n)) step(n);
+        if (!inside(n)) step(n, t);
     } else {
       for (int n = b - 1; n >= a; --n)
-        if (!inside(n)) step(n);
+        if (!inside(n)) step(n, t);
       for (int n = b - 1; n >= a; --n)
-        if (inside(n)) step(n);
+        if (inside(n)) step(n, t);
     }
   };
   runOnEveryThread(data.executor, run);
@@ -860,10 +874,7 @@ void firstJointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd>
     if (parent > 0) jump -= shiftMotion(offset(data, parent, i), h.velocity[parent]);
     dotColumns(h.local[i], jump, model.nv_joint[i], v.data() + model.idx_v[i]);
   };
-  // none when every path is one block (no compound): aba's recursion throughout
-  if (std::none_of(tree.nodes.begin(), tree.nodes.end(),
-                   [](const AssemblyTree::Node& node) { return node.left >= 0; }))
-    return;
+  if (!hasCompounds(tree)) return;  // none: every path is one block
   const int threads = threadCount(data);
   if (threads == 1) {
     for (int n = 0; n < static_cast<int>(tree.nodes.size()); ++n) leaf(n);
@@ -876,20 +887,35 @@ void firstJointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd>
   runOnEveryThread(data.executor, run);
 }
 
-// The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
-// subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly. With p,
-// the residual p − M v = p − Hᵀ Σ I V − armature v into h.residual; returns its largest
-// magnitude (NaN if any entry is NaN), else 0.
-double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
-                      const double* p = nullptr) {
+// The refinement's sweep at joint velocities v (subtreeMomenta below): per thread, the largest
+// residual magnitude it found, one cache line each (no line with two writers)
+constexpr int kMaxThreads = 64;  // as sessions and the command line allow
+struct alignas(64) Largest {
+  double value = 0.0;
+};
+using LargestPerThread = std::array<Largest, kMaxThreads>;
+
+// p − Hᵀ P̄ − armature v of body i's joint into h.residual (P̄ its subtree's momentum, final),
+// its largest magnitude into `largest` (NaN stays)
+[[gnu::always_inline]] inline void jointResidual(const Model& model, Data::Hdca& h, int i,
+                                                 const double* p, const double* v,
+                                                 double& largest) {
+  const int iv = model.idx_v[i], nv = model.nv_joint[i];
+  double* r = h.residual.data() + iv;
+  dotColumns(h.motion[i], h.momentum[i], nv, r);
+  for (int c = 0; c < nv; ++c) {
+    r[c] = p[iv + c] - r[c] - model.armature[iv + c] * v[iv + c];
+    const double size = std::abs(r[c]);
+    if (size > largest || std::isnan(size)) largest = size;
+  }
+}
+
+// The sweep body by body (every path one block): each body's velocity from its parent's, each
+// momentum from its children's, in downThenUp's two rounds
+void sweepAlongBodies(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
+                      const double* p, LargestPerThread& worst) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
-  constexpr int kMaxThreads = 64;  // as sessions and the command line allow
-  assert(threadCount(data) <= kMaxThreads);
-  struct alignas(64) Largest {  // one cache line per thread: no line shared by two writers
-    double value = 0.0;
-  };
-  std::array<Largest, kMaxThreads> worst{};
   auto down = [&](int i, int) {
     const int parent = model.parent[i];
     if (parent > 0)
@@ -902,18 +928,118 @@ double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
     Vector6& momentum = h.momentum[i];
     momentum.noalias() = h.inertia[i] * h.velocity_W[i];
     forEachChild(tree, i, [&](int c) { momentum += h.momentum[c]; });
-    if (p == nullptr) return;
-    const int iv = model.idx_v[i], nv = model.nv_joint[i];
-    double* r = h.residual.data() + iv;
-    dotColumns(h.motion[i], momentum, nv, r);
-    for (int c = 0; c < nv; ++c) {
-      r[c] = p[iv + c] - r[c] - model.armature[iv + c] * v[iv + c];
-      const double size = std::abs(r[c]);
-      double& largest = worst[t].value;
-      if (size > largest || std::isnan(size)) largest = size;  // NaN stays
-    }
+    if (p != nullptr) jointResidual(model, h, i, p, v.data(), worst[t].value);
   };
   downThenUp<true>(model, data, down, up);
+}
+
+// The sweep as scans over the assembly tree (paths of several blocks). About W's origin a body's
+// velocity is the sum of its joint's and its ancestors' H v, and a body's momentum the sum over
+// its subtree: both are scans along each path, taken over the assembly tree as its vector passes
+// are, so that a chain's halves run at once (body by body, one waits for the other's whole
+// half). Four passes: up, each block's running sums from its first body and each node's total
+// (twist_sum); down, each node's offset, the velocity where its range of the path begins (a
+// path's top: that of the body it hangs off), added to its bodies; up, each block's momenta
+// summed from its last body (with the light paths' totals) and each node's total
+// (momentum_sum); down, what lies below each node's range on its path, added to its bodies.
+void scanOverAssemblyTree(const Model& model, Data& data,
+                          const Eigen::Ref<const Eigen::VectorXd>& v, const double* p,
+                          LargestPerThread& worst) {
+  Data::Hdca& h = data.hdca;
+  const AssemblyTree& tree = h.tree;
+  const auto bodiesOf = [&](const AssemblyTree::Node& node) {
+    return tree.block_body.data() + node.block;
+  };
+  auto twists_up = [&](int n) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (node.left >= 0) {
+      h.twist_sum[n] = h.twist_sum[node.left] + h.twist_sum[node.right];
+      return;
+    }
+    const int* bodies = bodiesOf(node);
+    Vector6 sum = Vector6::Zero();
+    for (int k = 0; k < node.count; ++k) {
+      const int i = bodies[k];
+      addColumns(h.motion[i], v.data() + model.idx_v[i], model.nv_joint[i], sum);
+      h.velocity_W[i] = sum;
+    }
+    h.twist_sum[n] = sum;
+  };
+  overTree<true>(data, twists_up);
+  // twist_sum becomes each node's offset, written by the node above it (its consumer)
+  auto twists_down = [&](int n) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (isPathRoot(tree, n)) {
+      const int parent = model.parent[tree.path_top[n]];
+      if (parent > 0)
+        h.twist_sum[n] = h.velocity_W[parent];
+      else
+        h.twist_sum[n].setZero();
+    }
+    if (node.left >= 0) {
+      const Vector6 left_total = h.twist_sum[node.left];
+      h.twist_sum[node.left] = h.twist_sum[n];
+      h.twist_sum[node.right] = h.twist_sum[n] + left_total;
+      return;
+    }
+    const Vector6 offset = h.twist_sum[n];
+    const int* bodies = bodiesOf(node);
+    for (int k = 0; k < node.count; ++k) h.velocity_W[bodies[k]] += offset;
+  };
+  overTree<false>(data, twists_down);
+  auto momenta_up = [&](int n) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (node.left >= 0) {
+      h.momentum_sum[n] = h.momentum_sum[node.left] + h.momentum_sum[node.right];
+      return;
+    }
+    const int* bodies = bodiesOf(node);
+    Vector6 sum = Vector6::Zero();
+    for (int k = node.count - 1; k >= 0; --k) {
+      const int i = bodies[k];
+      sum.noalias() += h.inertia[i] * h.velocity_W[i];
+      for (int c = tree.light_begin[i]; c < tree.light_begin[i + 1]; ++c)
+        sum += h.momentum_sum[tree.path_root[tree.light[c]]];  // the light path's total
+      h.momentum[i] = sum;
+    }
+    h.momentum_sum[n] = sum;
+  };
+  overTree<true>(data, momenta_up);
+  // momentum_sum becomes what lies below each node's range on its path (a path's end: nothing)
+  auto momenta_down = [&](int n, int t) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (isPathRoot(tree, n)) h.momentum_sum[n].setZero();
+    if (node.left >= 0) {
+      const Vector6 right_total = h.momentum_sum[node.right];
+      h.momentum_sum[node.right] = h.momentum_sum[n];
+      h.momentum_sum[node.left] = h.momentum_sum[n] + right_total;
+      return;
+    }
+    const Vector6 below = h.momentum_sum[n];
+    const int* bodies = bodiesOf(node);
+    for (int k = 0; k < node.count; ++k) {
+      const int i = bodies[k];
+      h.momentum[i] += below;
+      if (p != nullptr) jointResidual(model, h, i, p, v.data(), worst[t].value);
+    }
+  };
+  overTree<false>(data, momenta_down);
+}
+
+// The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
+// subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly. With p,
+// the residual p − M v = p − Hᵀ Σ I V − armature v into h.residual; returns its largest
+// magnitude (NaN if any entry is NaN), else 0. By the model's tree alone (never the thread
+// count, so that results stay bit-identical): scans where some path has several blocks, which
+// cost a tree of one-block paths a sixth more on one thread and gain it nothing on two.
+double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
+                      const double* p = nullptr) {
+  assert(threadCount(data) <= kMaxThreads);
+  LargestPerThread worst{};
+  if (hasCompounds(data.hdca.tree))
+    scanOverAssemblyTree(model, data, v, p, worst);
+  else
+    sweepAlongBodies(model, data, v, p, worst);
   double largest = 0.0;
   for (const Largest& w : worst)
     if (w.value > largest || std::isnan(w.value)) largest = w.value;

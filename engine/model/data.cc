@@ -113,7 +113,7 @@ void Data::useAssemblyTree(AssemblyTree tree) {
   for (auto* per_node : {&hdca.xi11, &hdca.xi12, &hdca.xi22, &hdca.gain_factor})
     per_node->assign(nn, Matrix6::Zero());
   for (auto* per_node : {&hdca.xi10, &hdca.xi20, &hdca.beta, &hdca.T1, &hdca.T2, &hdca.load,
-                         &hdca.beyond})
+                         &hdca.beyond, &hdca.twist_sum, &hdca.momentum_sum})
     per_node->assign(nn, Vector6::Zero());
   hdca.finished.assign(std::max(nn, hdca.tree.leaf.size()), 0);  // node and body stamps
   hdca.pass = 0;

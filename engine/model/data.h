@@ -165,6 +165,10 @@ struct Data {
     std::vector<Vector6> xi10, xi20, beta;       ///< ξ₁₀, ξ₂₀, β
     std::vector<Vector6> T1, T2;                 ///< impulses at the two handles
     std::vector<Vector6> load, beyond;  ///< applied wrench on the node, and beyond its handle 2
+    /// The refinement's scans (subtreeMomenta): the sum of H v over the node's range of its path,
+    /// then the velocity where the range begins; the momentum of the range with what hangs off
+    /// it, then that of what lies below the range on its path
+    std::vector<Vector6> twist_sum, momentum_sum;
     std::vector<Vector6> momentum;      ///< [nbodies] the subtree's momentum Σ I V (refinement)
     Eigen::VectorXd rhs, estimate, residual;  ///< nv scratch
     int corrections = 0;  ///< refinement steps the last solve took (docs/HDCA.md, "Accuracy")
