@@ -7,12 +7,14 @@
 // stage's closure at acceleration level. Counters: the
 // assembly's levels (its span in node steps) and the speed-up the level structure allows on P
 // threads, Σ items / Σ ⌈items_l / P⌉ over the up and down levels (equal cost per node; the
-// sequential sweeps excluded).
+// sequential sweeps excluded). And the round trip of a cache line between two cores.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/generated_systems.h"
@@ -133,6 +135,28 @@ void benchLoopAba(benchmark::State& state, LoopSetup* s) {
   state.counters["bodies"] = s->model.nbodies - 1;
 }
 
+// What a cache line takes to go to the other core and back: one thread stores, the other answers.
+// Two threads share every body at the boundary of their ranges and every stamp they wait for, so
+// their speed-up follows this figure, which on a virtual machine changes with where the host puts
+// its CPUs (docs/PERFORMANCE.md, "Hamiltonian divide-and-conquer")
+void benchCoreRoundTrip(benchmark::State& state) {
+  alignas(64) std::atomic<int> turn{0};
+  std::thread other([&] {
+    for (;;) {
+      int seen;
+      while ((seen = turn.load(std::memory_order_acquire)) == 0) spinPause();
+      if (seen < 0) return;
+      turn.store(0, std::memory_order_release);
+    }
+  });
+  for (auto _ : state) {
+    turn.store(1, std::memory_order_release);
+    while (turn.load(std::memory_order_acquire) != 0) spinPause();
+  }
+  turn.store(-1, std::memory_order_release);
+  other.join();
+}
+
 }  // namespace
 }  // namespace hilsim::bench
 
@@ -160,6 +184,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("hdca_2threads" + suffix).c_str(), bench::benchLoopRates, s,
                                  &two);
   }
+  benchmark::RegisterBenchmark("core_round_trip", bench::benchCoreRoundTrip);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
