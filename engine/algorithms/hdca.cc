@@ -866,25 +866,16 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
 void firstJointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd> v) {
   const Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
-  const auto leaf = [&](int n) {
-    const AssemblyTree::Node& node = tree.nodes[n];
-    if (node.left >= 0 || isPathRoot(tree, n)) return;
-    const int i = node.body, parent = model.parent[i];
+  if (!hasCompounds(tree)) return;  // none: every path is one block
+  auto body = [&](int i) {
+    const int n = tree.leaf[i];
+    if (tree.nodes[n].body != i || isPathRoot(tree, n)) return;
+    const int parent = model.parent[i];
     Vector6 jump = h.velocity[i];
     if (parent > 0) jump -= shiftMotion(offset(data, parent, i), h.velocity[parent]);
     dotColumns(h.local[i], jump, model.nv_joint[i], v.data() + model.idx_v[i]);
   };
-  if (!hasCompounds(tree)) return;  // none: every path is one block
-  const int threads = threadCount(data);
-  if (threads == 1) {
-    for (int n = 0; n < static_cast<int>(tree.nodes.size()); ++n) leaf(n);
-    return;
-  }
-  auto run = [&](int t, int) {  // each leaf on the thread that assembled it
-    const int end = rangeBegin(tree, threads, t + 1);
-    for (int n = rangeBegin(tree, threads, t); n < end; ++n) leaf(n);
-  };
-  runOnEveryThread(data.executor, run);
+  overBodies(model, data, body);
 }
 
 // The refinement's sweep at joint velocities v (subtreeMomenta below): per thread, the largest
@@ -933,97 +924,101 @@ void sweepAlongBodies(const Model& model, Data& data, const Eigen::Ref<const Eig
   downThenUp<true>(model, data, down, up);
 }
 
+// A sum along each path taken over the assembly tree, on one slot per node (`sums`). Up: a
+// leaf's total from leaf_total(n), which also writes its bodies' running sums, a compound's the
+// sum of its children's. Down: each slot becomes what the path holds before the node's range,
+// counted from the path's top (kFromTop) or from its end; a path's root takes root_value(n), a
+// compound passes its slot to the child the count reaches first and its slot plus that child's
+// total to the other, and leaf_apply(n, t, slot) adds it to the leaf's bodies on thread t.
+template <typename LeafTotal>
+void scanUp(Data& data, std::vector<Vector6>& sums, LeafTotal& leaf_total) {
+  const AssemblyTree& tree = data.hdca.tree;
+  auto step = [&](int n) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (node.left >= 0)
+      sums[n] = sums[node.left] + sums[node.right];
+    else
+      sums[n] = leaf_total(n);
+  };
+  overTree<true>(data, step);
+}
+
+template <bool kFromTop, typename RootValue, typename LeafApply>
+void scanDown(Data& data, std::vector<Vector6>& sums, RootValue& root_value,
+              LeafApply& leaf_apply) {
+  const AssemblyTree& tree = data.hdca.tree;
+  auto step = [&](int n, int t) {
+    const AssemblyTree::Node& node = tree.nodes[n];
+    if (isPathRoot(tree, n)) sums[n] = root_value(n);
+    if (node.left < 0) {
+      leaf_apply(n, t, sums[n]);
+      return;
+    }
+    const int first = kFromTop ? node.left : node.right;
+    const int second = kFromTop ? node.right : node.left;
+    const Vector6 first_total = sums[first];
+    sums[first] = sums[n];
+    sums[second] = sums[n] + first_total;
+  };
+  overTree<false>(data, step);
+}
+
 // The sweep as scans over the assembly tree (paths of several blocks). About W's origin a body's
 // velocity is the sum of its joint's and its ancestors' H v, and a body's momentum the sum over
 // its subtree: both are scans along each path, taken over the assembly tree as its vector passes
 // are, so that a chain's halves run at once (body by body, one waits for the other's whole
-// half). Four passes: up, each block's running sums from its first body and each node's total
-// (twist_sum); down, each node's offset, the velocity where its range of the path begins (a
-// path's top: that of the body it hangs off), added to its bodies; up, each block's momenta
-// summed from its last body (with the light paths' totals) and each node's total
-// (momentum_sum); down, what lies below each node's range on its path, added to its bodies.
+// half). The velocities from each path's top (twist_sum: a path starts at the velocity of the
+// body it hangs off), the momenta from each path's end (momentum_sum, the light paths' totals
+// joined at the bodies they hang off; nothing lies below a path's end).
 void scanOverAssemblyTree(const Model& model, Data& data,
                           const Eigen::Ref<const Eigen::VectorXd>& v, const double* p,
                           LargestPerThread& worst) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
-  const auto bodiesOf = [&](const AssemblyTree::Node& node) {
-    return tree.block_body.data() + node.block;
-  };
-  auto twists_up = [&](int n) {
-    const AssemblyTree::Node& node = tree.nodes[n];
-    if (node.left >= 0) {
-      h.twist_sum[n] = h.twist_sum[node.left] + h.twist_sum[node.right];
-      return;
-    }
-    const int* bodies = bodiesOf(node);
+  const auto bodiesOf = [&](int n) { return tree.block_body.data() + tree.nodes[n].block; };
+  auto twists = [&](int n) {
+    const int* bodies = bodiesOf(n);
     Vector6 sum = Vector6::Zero();
-    for (int k = 0; k < node.count; ++k) {
+    for (int k = 0; k < tree.nodes[n].count; ++k) {
       const int i = bodies[k];
       addColumns(h.motion[i], v.data() + model.idx_v[i], model.nv_joint[i], sum);
       h.velocity_W[i] = sum;
     }
-    h.twist_sum[n] = sum;
+    return sum;
   };
-  overTree<true>(data, twists_up);
-  // twist_sum becomes each node's offset, written by the node above it (its consumer)
-  auto twists_down = [&](int n) {
-    const AssemblyTree::Node& node = tree.nodes[n];
-    if (isPathRoot(tree, n)) {
-      const int parent = model.parent[tree.path_top[n]];
-      if (parent > 0)
-        h.twist_sum[n] = h.velocity_W[parent];
-      else
-        h.twist_sum[n].setZero();
-    }
-    if (node.left >= 0) {
-      const Vector6 left_total = h.twist_sum[node.left];
-      h.twist_sum[node.left] = h.twist_sum[n];
-      h.twist_sum[node.right] = h.twist_sum[n] + left_total;
-      return;
-    }
-    const Vector6 offset = h.twist_sum[n];
-    const int* bodies = bodiesOf(node);
-    for (int k = 0; k < node.count; ++k) h.velocity_W[bodies[k]] += offset;
+  scanUp(data, h.twist_sum, twists);
+  auto path_start = [&](int n) {
+    const int parent = model.parent[tree.path_top[n]];
+    return parent > 0 ? h.velocity_W[parent] : Vector6::Zero().eval();
   };
-  overTree<false>(data, twists_down);
-  auto momenta_up = [&](int n) {
-    const AssemblyTree::Node& node = tree.nodes[n];
-    if (node.left >= 0) {
-      h.momentum_sum[n] = h.momentum_sum[node.left] + h.momentum_sum[node.right];
-      return;
-    }
-    const int* bodies = bodiesOf(node);
+  auto add_offset = [&](int n, int, const Vector6& offset) {
+    const int* bodies = bodiesOf(n);
+    for (int k = 0; k < tree.nodes[n].count; ++k) h.velocity_W[bodies[k]] += offset;
+  };
+  scanDown<true>(data, h.twist_sum, path_start, add_offset);
+  auto momenta = [&](int n) {
+    const int* bodies = bodiesOf(n);
     Vector6 sum = Vector6::Zero();
-    for (int k = node.count - 1; k >= 0; --k) {
+    for (int k = tree.nodes[n].count - 1; k >= 0; --k) {
       const int i = bodies[k];
       sum.noalias() += h.inertia[i] * h.velocity_W[i];
       for (int c = tree.light_begin[i]; c < tree.light_begin[i + 1]; ++c)
         sum += h.momentum_sum[tree.path_root[tree.light[c]]];  // the light path's total
       h.momentum[i] = sum;
     }
-    h.momentum_sum[n] = sum;
+    return sum;
   };
-  overTree<true>(data, momenta_up);
-  // momentum_sum becomes what lies below each node's range on its path (a path's end: nothing)
-  auto momenta_down = [&](int n, int t) {
-    const AssemblyTree::Node& node = tree.nodes[n];
-    if (isPathRoot(tree, n)) h.momentum_sum[n].setZero();
-    if (node.left >= 0) {
-      const Vector6 right_total = h.momentum_sum[node.right];
-      h.momentum_sum[node.right] = h.momentum_sum[n];
-      h.momentum_sum[node.left] = h.momentum_sum[n] + right_total;
-      return;
-    }
-    const Vector6 below = h.momentum_sum[n];
-    const int* bodies = bodiesOf(node);
-    for (int k = 0; k < node.count; ++k) {
+  scanUp(data, h.momentum_sum, momenta);
+  auto path_end = [](int) { return Vector6::Zero().eval(); };
+  auto add_below = [&](int n, int t, const Vector6& below) {
+    const int* bodies = bodiesOf(n);
+    for (int k = 0; k < tree.nodes[n].count; ++k) {
       const int i = bodies[k];
       h.momentum[i] += below;
       if (p != nullptr) jointResidual(model, h, i, p, v.data(), worst[t].value);
     }
   };
-  overTree<false>(data, momenta_down);
+  scanDown<false>(data, h.momentum_sum, path_end, add_below);
 }
 
 // The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
