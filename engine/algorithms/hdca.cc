@@ -283,6 +283,39 @@ template <bool kSubtract = false>
   return data.X_WB[b].translation - data.X_WB[a].translation;
 }
 
+// Phase 1's two frames (docs/HDCA.md, "Representation"). Where some path has several blocks,
+// every body's terms are about its own origin (the paper's handles): the blocks' mobilities
+// invert 6 × 6 inertias, which about a distant point lose digits. Where every path is one block
+// (kAboutOrigin) no such inverse is taken, and phase 1 works about W's origin as aba does: no
+// shifts between bodies, a joint's columns those about W's origin.
+template <bool kAboutOrigin>
+[[gnu::always_inline]] inline const Matrix6& jointColumns(const Data::Hdca& h, int i) {
+  if constexpr (kAboutOrigin)
+    return h.motion[i];
+  else
+    return h.local[i];
+}
+
+// A force (momentum, impulse) about body `child`'s point taken about its parent's
+template <bool kAboutOrigin>
+[[gnu::always_inline]] inline Vector6 forceToParent(const Data& data, int parent, int child,
+                                                    const Vector6& F) {
+  if constexpr (kAboutOrigin)
+    return F;
+  else
+    return shiftForce(offset(data, parent, child), F);
+}
+
+// A velocity about body `parent`'s point taken about its child's
+template <bool kAboutOrigin>
+[[gnu::always_inline]] inline Vector6 motionToChild(const Data& data, int parent, int child,
+                                                    const Vector6& V) {
+  if constexpr (kAboutOrigin)
+    return V;
+  else
+    return shiftMotion(offset(data, parent, child), V);
+}
+
 }  // namespace
 
 // Below this much work (post_weight: about 512 bodies of a chain) every pass runs on the calling
@@ -500,25 +533,34 @@ void kinematicsAndBodyTerms(const Model& model, Data& data, const Eigen::VectorX
   downThenUp<false>(model, data, down, up);
 }
 
-// Body i's inertia about its origin (W's axes) with the paths hanging off it absorbed:
-// A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ, each path's impulse on it being −W (ξ₁₀ − V) at its top joint's point rⱼ
+// Body i's inertia about its origin (about W's origin with kAboutOrigin; W's axes) with the
+// paths hanging off it absorbed: A = M₁ − Σ S₁ⱼ W S₁ⱼᵀ, each path's impulse on it being
+// −W (ξ₁₀ − V) at its top joint's point rⱼ
+template <bool kAboutOrigin>
 void absorbedInertia(const Model& model, const Data& data, int i, Matrix6& A) {
   const Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
-  const Matrix3& R = data.X_WB[i].rotation;
-  const Inertia& body = model.inertias[i];
-  Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
+  if constexpr (kAboutOrigin) {
+    A = h.inertia[i];
+  } else {
+    const Matrix3& R = data.X_WB[i].rotation;
+    const Inertia& body = model.inertias[i];
+    Inertia(body.mass, R * body.com, R * body.inertia_com * R.transpose()).matrix(A);
+  }
   for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
     const int c = tree.light[k];
-    const Vector3 l = offset(data, i, c);
     if (isArticulatedPath(tree, c)) {
-      Matrix6 passed = h.passed_inertia[c];
-      shiftInertia(l, passed);
-      A += passed;
+      if constexpr (kAboutOrigin) {
+        A += h.passed_inertia[c];
+      } else {
+        Matrix6 passed = h.passed_inertia[c];
+        shiftInertia(offset(data, i, c), passed);
+        A += passed;
+      }
       continue;
     }
     Matrix6 Z = h.path_factor[c];
-    for (int col = 0; col < 6; ++col) Z.col(col) = shiftForce(l, Z.col(col));
+    for (int col = 0; col < 6; ++col) Z.col(col) = forceToParent<kAboutOrigin>(data, i, c, Z.col(col));
     A.noalias() += Z * Z.transpose();
   }
 }
@@ -529,10 +571,10 @@ void absorbedInertia(const Model& model, const Data& data, int i, Matrix6& A) {
 // lower handle to β; past the joint G − U D⁻¹ Hᵀ G, and Y gathers Gᵀ H D⁻¹ Hᵀ G, the lower
 // handle's mobility through the joint's own motion.
 template <int N>
-void articulateJoint(const Model& model, Data::Hdca& h, int i, Matrix6& inertia, Matrix6* G,
-                     Matrix6& Y) {
+void articulateJoint(const Model& model, Data::Hdca& h, int i, const Matrix6& columns,
+                     Matrix6& inertia, Matrix6* G, Matrix6& Y) {
   if constexpr (N > 0) {
-    const auto H = h.local[i].leftCols<N>();
+    const auto H = columns.leftCols<N>();
     Eigen::Matrix<double, 6, N> U;
     U.noalias() = inertia * H;
     Eigen::Matrix<double, N, N> D;
@@ -560,6 +602,7 @@ void articulateJoint(const Model& model, Data::Hdca& h, int i, Matrix6& inertia,
 // V₁ = Φ (T₁ + H₁ p₁ − β₁), Φ = (Iᴬ)⁻¹: ξ₁₁ = Φ, ξ₁₂ = −Φ G, ξ₂₂ = Gᵀ Φ G + Y. A block of one
 // body is the paper's body (§3.1): ξ₁₂ = Φ S₁₂, ξ₂₂ = S₁₂ᵀ Φ S₁₂. At a path's end no T₂ acts:
 // ξ₁₂ = ξ₂₂ = 0.
+template <bool kAboutOrigin>
 void assembleBlock(const Model& model, Data& data, int n) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
@@ -567,33 +610,34 @@ void assembleBlock(const Model& model, Data& data, int n) {
   const int* bodies = tree.block_body.data() + node.block;
   const int m = node.count, last = bodies[m - 1], below = tree.heavy_child[last];
   Matrix6 inertia, G, Y;
-  absorbedInertia(model, data, last, inertia);
+  absorbedInertia<kAboutOrigin>(model, data, last, inertia);
   if (below > 0) {
     // T₂ at the lower handle, about the last body's origin: β ∋ −S T₂
-    const Matrix3 l = skew(offset(data, last, below));
     G = -Matrix6::Identity();
-    G.topRightCorner<3, 3>() = -l;
+    if constexpr (!kAboutOrigin) G.topRightCorner<3, 3>() = -skew(offset(data, last, below));
     Y.setZero();
   }
   for (int k = m - 1; k >= 1; --k) {
     const int i = bodies[k], j = bodies[k - 1];
     withImpulseCount(model.nv_joint[i], [&](auto count) {
-      articulateJoint<decltype(count)::value>(model, h, i, inertia, below > 0 ? &G : nullptr, Y);
+      articulateJoint<decltype(count)::value>(model, h, i, jointColumns<kAboutOrigin>(h, i),
+                                              inertia, below > 0 ? &G : nullptr, Y);
     });
-    const Vector3 l = offset(data, j, i);
-    shiftInertia(l, inertia);
+    if constexpr (!kAboutOrigin) shiftInertia(offset(data, j, i), inertia);
     Matrix6 A;
-    absorbedInertia(model, data, j, A);
+    absorbedInertia<kAboutOrigin>(model, data, j, A);
     inertia += A;
     if (below > 0)
-      for (int c = 0; c < 6; ++c) G.col(c) = shiftForce(l, G.col(c));
+      for (int c = 0; c < 6; ++c) G.col(c) = forceToParent<kAboutOrigin>(data, j, i, G.col(c));
   }
   if (isPathRoot(tree, n)) {
     // a path of one block: its top joint passes Iᴬ − U D⁻¹ Uᵀ to the body it hangs off
-    Matrix6& passed = h.passed_inertia[bodies[0]];
+    const int top = bodies[0];
+    Matrix6& passed = h.passed_inertia[top];
     passed = inertia;
-    withImpulseCount(model.nv_joint[bodies[0]], [&](auto count) {
-      articulateJoint<decltype(count)::value>(model, h, bodies[0], passed, nullptr, Y);
+    withImpulseCount(model.nv_joint[top], [&](auto count) {
+      articulateJoint<decltype(count)::value>(model, h, top, jointColumns<kAboutOrigin>(h, top),
+                                              passed, nullptr, Y);
     });
     return;
   }
@@ -615,13 +659,14 @@ void assembleBlock(const Model& model, Data& data, int n) {
 
 // Phase 1's matrices up the tree: leaves (blocks), compounds (seed 001 (34)–(36)), and at each
 // path's root the factor of its top joint's gain
+template <bool kAboutOrigin>
 void assembleMatrices(const Model& model, Data& data) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   auto node_step = [&](int n) {
     const AssemblyTree::Node& node = tree.nodes[n];
     if (node.left < 0) {
-      assembleBlock(model, data, n);
+      assembleBlock<kAboutOrigin>(model, data, n);
     } else {
       const int L = node.left, R = node.right;
       const Matrix6 psi = h.xi11[R] + h.xi22[L];
@@ -650,11 +695,12 @@ void assembleMatrices(const Model& model, Data& data) {
 
 // x = D⁻¹ (p − Hᵀ β − Uᵀ V) for joint i inside a block (p null: zero; V null: zero), its rates
 // of the momenta p, the bias β below it and its parent's velocity V about its point
+template <bool kAboutOrigin>
 [[gnu::always_inline]] inline void blockJointRates(const Data::Hdca& h, int i, int nv,
                                                   const double* p, const Vector6& beta,
                                                   const Vector6* V, double* x) {
   if (nv == 1) {  // revolute and prismatic joints: no loops
-    double r = -h.local[i].col(0).dot(beta);
+    double r = -jointColumns<kAboutOrigin>(h, i).col(0).dot(beta);
     if (p != nullptr) r += p[0];
     if (V != nullptr) r -= h.joint_gain[i].col(0).dot(*V);
     x[0] = h.joint_inertia_inverse[i](0, 0) * r;
@@ -662,7 +708,7 @@ void assembleMatrices(const Model& model, Data& data) {
   }
   double r[6];
   for (int c = 0; c < nv; ++c) {
-    r[c] = -h.local[i].col(c).dot(beta);
+    r[c] = -jointColumns<kAboutOrigin>(h, i).col(c).dot(beta);
     if (p != nullptr) r[c] += p[c];
     if (V != nullptr) r[c] -= h.joint_gain[i].col(c).dot(*V);
   }
@@ -675,25 +721,27 @@ void assembleMatrices(const Model& model, Data& data) {
 
 // β + U D⁻¹ (p − Hᵀ β) into β: what joint i passes to its parent of the bias below it (p null:
 // zero momenta, T₂'s share)
+template <bool kAboutOrigin>
 [[gnu::always_inline]] inline void carryAcrossJoint(const Data::Hdca& h, int i, int nv,
                                                    const double* p, Vector6& beta) {
   double x[6];
-  blockJointRates(h, i, nv, p, beta, nullptr, x);
+  blockJointRates<kAboutOrigin>(h, i, nv, p, beta, nullptr, x);
   addColumns(h.joint_gain[i], x, nv, beta);
 }
 
 // Body i's velocity inside a block from its parent j's: V = S ᵀ V_j + H x (about i's origin);
 // the joint's rates x into `rates` when given (p is read before: `rates` may alias p)
+template <bool kAboutOrigin>
 [[gnu::always_inline]] inline Vector6 blockVelocity(const Model& model, const Data& data, int j,
                                                    int i,
                       const Eigen::Ref<const Eigen::VectorXd>& p, const Vector6& V_parent,
                                                    double* rates = nullptr) {
   const Data::Hdca& h = data.hdca;
   const int nv = model.nv_joint[i];
-  Vector6 V = shiftMotion(offset(data, j, i), V_parent);
+  Vector6 V = motionToChild<kAboutOrigin>(data, j, i, V_parent);
   double x[6];
-  blockJointRates(h, i, nv, p.data() + model.idx_v[i], h.momentum_bias[i], &V, x);
-  addColumns(h.local[i], x, nv, V);
+  blockJointRates<kAboutOrigin>(h, i, nv, p.data() + model.idx_v[i], h.momentum_bias[i], &V, x);
+  addColumns(jointColumns<kAboutOrigin>(h, i), x, nv, V);
   if (rates != nullptr)
     for (int c = 0; c < nv; ++c) rates[c] = x[c];
   return V;
@@ -704,7 +752,7 @@ void assembleMatrices(const Model& model, Data& data) {
 // velocity into h.velocity, and into v the rates of every joint the recursion of its block
 // solves for (all but the first joint of a block in mobility form: firstJointRates). p's entries
 // are read before v's are written: v may be p.
-template <bool kLoads>
+template <bool kLoads, bool kAboutOrigin>
 void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
                       Eigen::Ref<Eigen::VectorXd> v) {
   Data::Hdca& h = data.hdca;
@@ -718,14 +766,15 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       Vector6 out;
       if (isArticulatedPath(tree, c)) {  // β + U D⁻¹ (p − Hᵀ β) of its top joint
         out = h.momentum_bias[c];
-        carryAcrossJoint(h, c, model.nv_joint[c], p.data() + model.idx_v[c], out);
+        carryAcrossJoint<kAboutOrigin>(h, c, model.nv_joint[c], p.data() + model.idx_v[c], out);
       } else {
         out.setZero();
-        addColumns(h.local[c], p.data() + model.idx_v[c], model.nv_joint[c], out);
+        addColumns(jointColumns<kAboutOrigin>(h, c), p.data() + model.idx_v[c], model.nv_joint[c],
+                   out);
         const Matrix6& Z = h.path_factor[c];  // −W ξ₁₀ = Z Zᵀ ξ₁₀
         out.noalias() -= Z * (Z.transpose() * h.xi10[root]);
       }
-      beta += shiftForce(offset(data, b, c), out);
+      beta += forceToParent<kAboutOrigin>(data, b, c, out);
       if constexpr (kLoads) load += h.load[root];
     }
   };
@@ -741,8 +790,9 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       Vector6 beta = Vector6::Zero(), load = Vector6::Zero();
       if (below > 0) {
         Vector6 out = Vector6::Zero();
-        addColumns(h.local[below], p.data() + model.idx_v[below], model.nv_joint[below], out);
-        beta = shiftForce(offset(data, last, below), out);
+        addColumns(jointColumns<kAboutOrigin>(h, below), p.data() + model.idx_v[below],
+                   model.nv_joint[below], out);
+        beta = forceToParent<kAboutOrigin>(data, last, below, out);
       }
       for (int k = m - 1; k >= 0; --k) {
         const int i = bodies[k];
@@ -750,20 +800,22 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         lightPaths(i, beta, load);
         h.momentum_bias[i] = beta;
         if (k == 0) break;
-        carryAcrossJoint(h, i, model.nv_joint[i], p.data() + model.idx_v[i], beta);
-        beta = shiftForce(offset(data, bodies[k - 1], i), beta);
+        carryAcrossJoint<kAboutOrigin>(h, i, model.nv_joint[i], p.data() + model.idx_v[i], beta);
+        beta = forceToParent<kAboutOrigin>(data, bodies[k - 1], i, beta);
       }
       if (isPathRoot(tree, n)) {  // a path of one block: no mobility equations
         if constexpr (kLoads) h.load[n] = load;
         return;
       }
       Vector6 e = -beta;
-      addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
+      addColumns(jointColumns<kAboutOrigin>(h, first), p.data() + model.idx_v[first],
+                 model.nv_joint[first], e);
       h.xi10[n].noalias() = h.mobility[first] * e;
       if (below > 0) {
         Vector6 V = h.xi10[n];
-        for (int k = 1; k < m; ++k) V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V);
-        h.xi20[n] = shiftMotion(offset(data, last, below), V);
+        for (int k = 1; k < m; ++k)
+          V = blockVelocity<kAboutOrigin>(model, data, bodies[k - 1], bodies[k], p, V);
+        h.xi20[n] = motionToChild<kAboutOrigin>(data, last, below, V);
       } else {
         h.xi20[n].setZero();
       }
@@ -787,7 +839,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       // the top joint on its parent body (or the world): (43) with the parent's velocity
       const int top = tree.path_top[n], parent = model.parent[top];
       Vector6 jump = h.xi10[n];
-      if (parent > 0) jump -= shiftMotion(offset(data, parent, top), h.velocity[parent]);
+      if (parent > 0) jump -= motionToChild<kAboutOrigin>(data, parent, top, h.velocity[parent]);
       const Matrix6& Z = h.path_factor[top];
       h.T1[n].noalias() = -Z * (Z.transpose() * jump);
       h.T2[n].setZero();  // a path ends in a free tip
@@ -816,31 +868,32 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       const int m = node.count, first = bodies[0], last = bodies[m - 1];
       const int below = tree.heavy_child[last];
       if (below > 0) {
-        Vector6 delta = -shiftForce(offset(data, last, below), h.T2[n]);
+        Vector6 delta = -forceToParent<kAboutOrigin>(data, last, below, h.T2[n]);
         for (int k = m - 1; k >= 0; --k) {
           const int i = bodies[k];
           h.momentum_bias[i] += delta;
           if (k == 0) break;
-          carryAcrossJoint(h, i, model.nv_joint[i], nullptr, delta);
-          delta = shiftForce(offset(data, bodies[k - 1], i), delta);
+          carryAcrossJoint<kAboutOrigin>(h, i, model.nv_joint[i], nullptr, delta);
+          delta = forceToParent<kAboutOrigin>(data, bodies[k - 1], i, delta);
         }
       }
       Vector6 V;
       if (isPathRoot(tree, n)) {
         // a path of one block: its top joint's rates as aba's, from the parent's velocity
         const int parent = std::max(model.parent[first], 0);
-        V = blockVelocity(model, data, parent, first, p,
+        V = blockVelocity<kAboutOrigin>(model, data, parent, first, p,
                           parent > 0 ? h.velocity[parent] : Vector6::Zero().eval(),
                           v.data() + model.idx_v[first]);
         if constexpr (kLoads) h.beyond[n].setZero();
       } else {
         Vector6 e = h.T1[n] - h.momentum_bias[first];
-        addColumns(h.local[first], p.data() + model.idx_v[first], model.nv_joint[first], e);
+        addColumns(jointColumns<kAboutOrigin>(h, first), p.data() + model.idx_v[first],
+                   model.nv_joint[first], e);
         V.noalias() = h.mobility[first] * e;
       }
       h.velocity[first] = V;
       for (int k = 1; k < m; ++k) {
-        V = blockVelocity(model, data, bodies[k - 1], bodies[k], p, V,
+        V = blockVelocity<kAboutOrigin>(model, data, bodies[k - 1], bodies[k], p, V,
                           v.data() + model.idx_v[bodies[k]]);
         h.velocity[bodies[k]] = V;
       }
@@ -1053,7 +1106,11 @@ template <bool kLoads>
 bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
                   Eigen::Ref<Eigen::VectorXd> v) {
   Data::Hdca& h = data.hdca;
-  propagateMomenta<kLoads>(model, data, p, h.estimate);
+  const bool about_origin = !hasCompounds(h.tree);
+  if (about_origin)
+    propagateMomenta<kLoads, true>(model, data, p, h.estimate);
+  else
+    propagateMomenta<kLoads, false>(model, data, p, h.estimate);
   firstJointRates(model, data, h.estimate);
   const double tolerance = kResidualTolerance * p.lpNorm<Eigen::Infinity>();
   h.corrections = 0;
@@ -1063,7 +1120,10 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
       swept_at_estimate = true;
       break;
     }
-    propagateMomenta<false>(model, data, h.residual, h.residual);
+    if (about_origin)
+      propagateMomenta<false, true>(model, data, h.residual, h.residual);
+    else
+      propagateMomenta<false, false>(model, data, h.residual, h.residual);
     firstJointRates(model, data, h.residual);
     auto add = [&](int i) {
       const int iv = model.idx_v[i];
@@ -1089,14 +1149,20 @@ void hdcaAssembleAtKinematics(const Model& model, Data& data) {
   assert(!model.has_flexible_bodies);
   auto body = [&](int i) { bodyTerms(model, data, i); };
   overBodies(model, data, body);
-  assembleMatrices(model, data);
+  if (hasCompounds(data.hdca.tree))
+    assembleMatrices<false>(model, data);
+  else
+    assembleMatrices<true>(model, data);
 }
 
 void hdcaAssemble(const Model& model, Data& data, const Eigen::VectorXd& q) {
   assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
   assert(!model.has_flexible_bodies);
   kinematicsAndBodyTerms(model, data, q);
-  assembleMatrices(model, data);
+  if (hasCompounds(data.hdca.tree))
+    assembleMatrices<false>(model, data);
+  else
+    assembleMatrices<true>(model, data);
 }
 
 void hdcaVelocities(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
