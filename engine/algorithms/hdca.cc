@@ -442,6 +442,11 @@ template <typename F>
   for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) f(tree.light[k]);
 }
 
+// An up step that does nothing: downThenUp's down pass alone
+struct NoStep {
+  void operator()(int, int) const {}
+};
+
 // The body-by-body sweeps along the model's tree (the kinematics, the velocities and momenta of
 // the refinement), on the threads of the passes over the assembly tree: body i on the thread
 // whose range holds its leaf, which assembles it and reads what the sweep writes (on a sweep of
@@ -460,9 +465,11 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   const int threads = threadCount(data);
+  constexpr bool kHasUp = !std::is_same_v<std::remove_const_t<Up>, NoStep>;
   if (threads == 1) {
     for (int i = 1; i < model.nbodies; ++i) down(i, 0);
-    for (int i = model.nbodies - 1; i >= 1; --i) up(i, 0);
+    if constexpr (kHasUp)
+      for (int i = model.nbodies - 1; i >= 1; --i) up(i, 0);
     return;
   }
   h.pass += 2;
@@ -494,6 +501,7 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
       }
       if (left) spinPause();
     }
+    if constexpr (!kHasUp) return;
     for (bool left = true; left;) {
       left = false;
       for (int i = model.nbodies - 1; i >= 1; --i) {
@@ -526,10 +534,11 @@ void bodyTerms(const Model& model, Data& data, int i) {
   h.weight[i].tail<3>() = force;
 }
 
-// The kinematics at q (forwardKinematics' steps, down the tree), then every body's terms
-void kinematicsAndBodyTerms(const Model& model, Data& data, const Eigen::VectorXd& q) {
+// The kinematics at q (forwardKinematics' steps, down the tree), each body on the thread that
+// assembles it (its terms follow there, assembleBlock)
+void kinematics(const Model& model, Data& data, const Eigen::VectorXd& q) {
   auto down = [&](int i, int) { detail::jointPositionStep(model, data, i, q.data()); };
-  auto up = [&](int i, int) { bodyTerms(model, data, i); };
+  const NoStep up;
   downThenUp<false>(model, data, down, up);
 }
 
@@ -609,6 +618,9 @@ void assembleBlock(const Model& model, Data& data, int n) {
   const AssemblyTree::Node& node = tree.nodes[n];
   const int* bodies = tree.block_body.data() + node.block;
   const int m = node.count, last = bodies[m - 1], below = tree.heavy_child[last];
+  // the block's bodies' terms first, where they are used next (phase 1 and the sweep read them
+  // on this thread too)
+  for (int k = 0; k < m; ++k) bodyTerms(model, data, bodies[k]);
   Matrix6 inertia, G, Y;
   absorbedInertia<kAboutOrigin>(model, data, last, inertia);
   if (below > 0) {
@@ -757,6 +769,9 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
                       Eigen::Ref<Eigen::VectorXd> v) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
+  // about W's origin the bodies' velocities are the sweep's (velocity_W: subtreeMomenta need
+  // not compute them again at this solve's v)
+  std::vector<Vector6>& velocity = kAboutOrigin ? h.velocity_W : h.velocity;
   // β of body b gains the momenta its light children's joints carry out and the impulses their
   // paths take, −W ξ₁₀ (seed 001 §3.1, with P̄₂ = −P̄₁ of the child: the note's minus sign), each
   // through its shift S_bc; with kLoads `load` gains their paths' loads
@@ -798,6 +813,9 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         const int i = bodies[k];
         if constexpr (kLoads) load += h.weight[i];
         lightPaths(i, beta, load);
+        // at a path's end nothing lies beyond the block: the load so far is the subtree's
+        if constexpr (kLoads)
+          if (below == 0) h.subtree_load[i] = load;
         h.momentum_bias[i] = beta;
         if (k == 0) break;
         carryAcrossJoint<kAboutOrigin>(h, i, model.nv_joint[i], p.data() + model.idx_v[i], beta);
@@ -839,7 +857,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
       // the top joint on its parent body (or the world): (43) with the parent's velocity
       const int top = tree.path_top[n], parent = model.parent[top];
       Vector6 jump = h.xi10[n];
-      if (parent > 0) jump -= motionToChild<kAboutOrigin>(data, parent, top, h.velocity[parent]);
+      if (parent > 0) jump -= motionToChild<kAboutOrigin>(data, parent, top, velocity[parent]);
       const Matrix6& Z = h.path_factor[top];
       h.T1[n].noalias() = -Z * (Z.transpose() * jump);
       h.T2[n].setZero();  // a path ends in a free tip
@@ -882,7 +900,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         // a path of one block: its top joint's rates as aba's, from the parent's velocity
         const int parent = std::max(model.parent[first], 0);
         V = blockVelocity<kAboutOrigin>(model, data, parent, first, p,
-                          parent > 0 ? h.velocity[parent] : Vector6::Zero().eval(),
+                          parent > 0 ? velocity[parent] : Vector6::Zero().eval(),
                           v.data() + model.idx_v[first]);
         if constexpr (kLoads) h.beyond[n].setZero();
       } else {
@@ -891,14 +909,16 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
                    model.nv_joint[first], e);
         V.noalias() = h.mobility[first] * e;
       }
-      h.velocity[first] = V;
+      velocity[first] = V;
       for (int k = 1; k < m; ++k) {
         V = blockVelocity<kAboutOrigin>(model, data, bodies[k - 1], bodies[k], p, V,
                           v.data() + model.idx_v[bodies[k]]);
-        h.velocity[bodies[k]] = V;
+        velocity[bodies[k]] = V;
       }
       if constexpr (kLoads) {
         // the load beyond each joint: the block's bodies below it and what lies past the block
+        // (at a path's end, nothing: the up pass had them)
+        if (below == 0) return;
         Vector6 load = h.beyond[n];
         for (int k = m - 1; k >= 0; --k) {
           const int i = bodies[k];
@@ -954,13 +974,14 @@ using LargestPerThread = std::array<Largest, kMaxThreads>;
   }
 }
 
-// The sweep body by body (every path one block): each body's velocity from its parent's, each
-// momentum from its children's, in downThenUp's two rounds
+// The sweep body by body (every path one block): each body's velocity from its parent's (unless
+// velocity_W holds them already), each momentum from its children's, in downThenUp's two rounds
 void sweepAlongBodies(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
-                      const double* p, LargestPerThread& worst) {
+                      const double* p, bool velocities_known, LargestPerThread& worst) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   auto down = [&](int i, int) {
+    if (velocities_known) return;
     const int parent = model.parent[i];
     if (parent > 0)
       h.velocity_W[i] = h.velocity_W[parent];
@@ -1075,19 +1096,21 @@ void scanOverAssemblyTree(const Model& model, Data& data,
 }
 
 // The bodies' velocities V of joint velocities v about W's origin (into h.velocity_W) and each
-// subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly. With p,
+// subtree's momentum Σ I V (into h.momentum), at the kinematics of the last assembly. With
+// velocities_known, velocity_W holds V of v already: phase 1 about W's origin (every path one
+// block) computed them as the sweep does, operation for operation, as it solved for v. With p,
 // the residual p − M v = p − Hᵀ Σ I V − armature v into h.residual; returns its largest
 // magnitude (NaN if any entry is NaN), else 0. By the model's tree alone (never the thread
 // count, so that results stay bit-identical): scans where some path has several blocks, which
 // cost a tree of one-block paths a sixth more on one thread and gain it nothing on two.
 double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
-                      const double* p = nullptr) {
+                      const double* p = nullptr, bool velocities_known = false) {
   assert(threadCount(data) <= kMaxThreads);
   LargestPerThread worst{};
   if (hasCompounds(data.hdca.tree))
     scanOverAssemblyTree(model, data, v, p, worst);
   else
-    sweepAlongBodies(model, data, v, p, worst);
+    sweepAlongBodies(model, data, v, p, velocities_known, worst);
   double largest = 0.0;
   for (const Largest& w : worst)
     if (w.value > largest || std::isnan(w.value)) largest = w.value;
@@ -1116,7 +1139,9 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
   h.corrections = 0;
   bool swept_at_estimate = false;
   for (int step = 0; step < kRefinementSteps; ++step) {
-    if (!(subtreeMomenta(model, data, h.estimate, p.data()) > tolerance)) {
+    // phase 1 about W's origin left the velocities of the first estimate in velocity_W
+    const bool velocities_known = about_origin && step == 0;
+    if (!(subtreeMomenta(model, data, h.estimate, p.data(), velocities_known) > tolerance)) {
       swept_at_estimate = true;
       break;
     }
@@ -1147,8 +1172,6 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
 void hdcaAssembleAtKinematics(const Model& model, Data& data) {
   assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
   assert(!model.has_flexible_bodies);
-  auto body = [&](int i) { bodyTerms(model, data, i); };
-  overBodies(model, data, body);
   if (hasCompounds(data.hdca.tree))
     assembleMatrices<false>(model, data);
   else
@@ -1158,11 +1181,8 @@ void hdcaAssembleAtKinematics(const Model& model, Data& data) {
 void hdcaAssemble(const Model& model, Data& data, const Eigen::VectorXd& q) {
   assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
   assert(!model.has_flexible_bodies);
-  kinematicsAndBodyTerms(model, data, q);
-  if (hasCompounds(data.hdca.tree))
-    assembleMatrices<false>(model, data);
-  else
-    assembleMatrices<true>(model, data);
+  kinematics(model, data, q);
+  hdcaAssembleAtKinematics(model, data);
 }
 
 void hdcaVelocities(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
