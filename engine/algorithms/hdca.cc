@@ -82,7 +82,8 @@ bool hasCompounds(const AssemblyTree& tree) {
 // frame's origin o (the joint's point, the handles' of both sides) where it is orthonormal
 // (Hᵀ H = 1), and the constraint directions D that complete it to an orthonormal basis there
 // (seed 001 (10)–(11): "ones and zeros" in the joint's frame, here in W's axes); H about W's
-// origin as well, for phase 2.
+// origin as well, for phase 2 (and phase 1 with kAboutOrigin, which needs no other).
+template <bool kAboutOrigin>
 void jointBases(const Model& model, Data& data, int i) {
   Data::Hdca& h = data.hdca;
   const Matrix3& R = data.X_WB[i].rotation;
@@ -95,20 +96,18 @@ void jointBases(const Model& model, Data& data, int i) {
   const bool handle = tree.nodes[tree.leaf[i]].body == i &&
                       !(tree.path_root[i] >= 0 && isArticulatedPath(tree, i));
   if (!handle && (joint.type == JointType::kRevolute || joint.type == JointType::kPrismatic)) {
-    // the common case without the general path's dynamic-size columns: H about o, and about
-    // W's origin (tail += o × head, as motionAboutOrigin)
-    const Vector3 a = R * joint.axis;
-    auto local = h.local[i].col(0);
-    auto motion = h.motion[i].col(0);
-    if (joint.type == JointType::kRevolute) {
-      local.head<3>() = a;
-      local.tail<3>().setZero();
-      motion.head<3>() = a;
-      motion.tail<3>() = o.cross(a);
-    } else {
-      local.head<3>().setZero();
-      local.tail<3>() = a;
-      motion = local;
+    // the common case without the general path's dynamic-size columns: H about W's origin is
+    // the kinematics' column of S_W ([a; o × a] or [0; a]), and about o, [a; 0] or [0; a]
+    const auto column = data.S_W.col(model.idx_v[i]);
+    h.motion[i].col(0) = column;
+    if constexpr (!kAboutOrigin) {
+      auto local = h.local[i].col(0);
+      if (joint.type == JointType::kRevolute) {
+        local.head<3>() = column.head<3>();
+        local.tail<3>().setZero();
+      } else {
+        local = column;
+      }
     }
     return;
   }
@@ -524,11 +523,17 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
 }
 
 // Body i's joint bases, inertia and weight in W, at its kinematics
+template <bool kAboutOrigin>
 void bodyTerms(const Model& model, Data& data, int i) {
   Data::Hdca& h = data.hdca;
-  jointBases(model, data, i);
+  jointBases<kAboutOrigin>(model, data, i);
+  // about W's origin: its 6 × 6 for phase 1 (which articulates there) and the sweep; else the
+  // ten numbers, all the sweep needs (phase 1 works about the body's origin)
   const Inertia inertia_W = model.inertias[i].transformed(data.X_WB[i]);
-  inertia_W.matrix(h.inertia[i]);
+  if constexpr (kAboutOrigin)
+    inertia_W.matrix(h.inertia[i]);
+  else
+    data.inertia_W[i] = inertia_W;
   const Vector3 force = inertia_W.mass * model.gravity;
   h.weight[i].head<3>() = inertia_W.com.cross(force);
   h.weight[i].tail<3>() = force;
@@ -620,7 +625,7 @@ void assembleBlock(const Model& model, Data& data, int n) {
   const int m = node.count, last = bodies[m - 1], below = tree.heavy_child[last];
   // the block's bodies' terms first, where they are used next (phase 1 and the sweep read them
   // on this thread too)
-  for (int k = 0; k < m; ++k) bodyTerms(model, data, bodies[k]);
+  for (int k = 0; k < m; ++k) bodyTerms<kAboutOrigin>(model, data, bodies[k]);
   Matrix6 inertia, G, Y;
   absorbedInertia<kAboutOrigin>(model, data, last, inertia);
   if (below > 0) {
@@ -991,7 +996,7 @@ void sweepAlongBodies(const Model& model, Data& data, const Eigen::Ref<const Eig
   };
   auto up = [&](int i, int t) {
     Vector6& momentum = h.momentum[i];
-    momentum.noalias() = h.inertia[i] * h.velocity_W[i];
+    momentum.noalias() = h.inertia[i] * h.velocity_W[i];  // (every path one block)
     forEachChild(tree, i, [&](int c) { momentum += h.momentum[c]; });
     if (p != nullptr) jointResidual(model, h, i, p, v.data(), worst[t].value);
   };
@@ -1075,7 +1080,9 @@ void scanOverAssemblyTree(const Model& model, Data& data,
     Vector6 sum = Vector6::Zero();
     for (int k = tree.nodes[n].count - 1; k >= 0; --k) {
       const int i = bodies[k];
-      sum.noalias() += h.inertia[i] * h.velocity_W[i];
+      Vector6 momentum;
+      data.inertia_W[i].apply(h.velocity_W[i], momentum);
+      sum += momentum;
       for (int c = tree.light_begin[i]; c < tree.light_begin[i + 1]; ++c)
         sum += h.momentum_sum[tree.path_root[tree.light[c]]];  // the light path's total
       h.momentum[i] = sum;
