@@ -563,7 +563,7 @@ void absorbedInertia(const Model& model, const Data& data, int i, Matrix6& A) {
   }
   for (int k = tree.light_begin[i]; k < tree.light_begin[i + 1]; ++k) {
     const int c = tree.light[k];
-    if (isArticulatedPath(tree, c)) {
+    if (kAboutOrigin || isArticulatedPath(tree, c)) {  // (about W's origin, every path)
       if constexpr (kAboutOrigin) {
         A += h.passed_inertia[c];
       } else {
@@ -647,7 +647,7 @@ void assembleBlock(const Model& model, Data& data, int n) {
     if (below > 0)
       for (int c = 0; c < 6; ++c) G.col(c) = forceToParent<kAboutOrigin>(data, j, i, G.col(c));
   }
-  if (isPathRoot(tree, n)) {
+  if (kAboutOrigin || isPathRoot(tree, n)) {
     // a path of one block: its top joint passes Iᴬ − U D⁻¹ Uᵀ to the body it hangs off
     const int top = bodies[0];
     Matrix6& passed = h.passed_inertia[top];
@@ -784,7 +784,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
     for (int k = tree.light_begin[b]; k < tree.light_begin[b + 1]; ++k) {
       const int c = tree.light[k], root = tree.path_root[c];
       Vector6 out;
-      if (isArticulatedPath(tree, c)) {  // β + U D⁻¹ (p − Hᵀ β) of its top joint
+      if (kAboutOrigin || isArticulatedPath(tree, c)) {  // β + U D⁻¹ (p − Hᵀ β), top joint
         out = h.momentum_bias[c];
         carryAcrossJoint<kAboutOrigin>(h, c, model.nv_joint[c], p.data() + model.idx_v[c], out);
       } else {
@@ -826,7 +826,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         carryAcrossJoint<kAboutOrigin>(h, i, model.nv_joint[i], p.data() + model.idx_v[i], beta);
         beta = forceToParent<kAboutOrigin>(data, bodies[k - 1], i, beta);
       }
-      if (isPathRoot(tree, n)) {  // a path of one block: no mobility equations
+      if (kAboutOrigin || isPathRoot(tree, n)) {  // a path of one block: no mobility equations
         if constexpr (kLoads) h.load[n] = load;
         return;
       }
@@ -901,7 +901,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
         }
       }
       Vector6 V;
-      if (isPathRoot(tree, n)) {
+      if (kAboutOrigin || isPathRoot(tree, n)) {
         // a path of one block: its top joint's rates as aba's, from the parent's velocity
         const int parent = std::max(model.parent[first], 0);
         V = blockVelocity<kAboutOrigin>(model, data, parent, first, p,
@@ -1204,17 +1204,19 @@ void hdcaVelocitiesWithLoads(const Model& model, Data& data,
 }
 
 namespace {
-// Ṡ of joint column s of body i, V ×ᵐ s with V the body the column is fixed in (the child; the
-// parent for a translation column of a free or planar joint, whose direction the parent carries)
-Vector6 columnRate(const Model& model, const Data::Hdca& h, int i, const Eigen::Ref<const Vector6>& s) {
+// ṡ · F for column c of body i's joint: ṡ = V ×ᵐ s with V the body the column is fixed in (the
+// child; the parent for a translation column of a free or planar joint, whose direction the
+// parent carries). With s = [a; b], V = [ω; u], F = [n; f]: (ω × a) · n + (ω × b + u × a) · f.
+[[gnu::always_inline]] inline double columnRateDot(const Model& model, const Data::Hdca& h, int i,
+                                                   int c, const Vector6& F) {
+  const auto s = h.motion[i].col(c);
+  const Vector3 a = s.head<3>(), b = s.tail<3>();
+  const bool translation = a.x() == 0.0 && a.y() == 0.0 && a.z() == 0.0;
   const int parent = model.parent[i];
-  const bool translation = s.head<3>().isZero(0.0);
-  Vector6 s_dot;
-  if (translation && parent <= 0)
-    s_dot.setZero();
-  else
-    crossMotion(translation ? h.velocity_W[parent] : h.velocity_W[i], s, s_dot);
-  return s_dot;
+  if (translation && parent <= 0) return 0.0;
+  const Vector6& V = translation ? h.velocity_W[parent] : h.velocity_W[i];
+  const Vector3 w = V.head<3>(), u = V.tail<3>();
+  return w.cross(a).dot(F.head<3>()) + (w.cross(b) + u.cross(a)).dot(F.tail<3>());
 }
 }  // namespace
 
@@ -1226,12 +1228,12 @@ void momentumRatesFromSweep(const Model& model, Data& data, const Eigen::VectorX
   const Data::Hdca& h = data.hdca;
   auto body = [&](int i) {
     const int nv = model.nv_joint[i], iv = model.idx_v[i];
-    // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRate)
+    // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRateDot)
     for (int c = 0; c < nv; ++c) {
       const auto s = h.motion[i].col(c);
       const int d = iv + c;
       double rate = tau[d] - model.damping[d] * v[d] + s.dot(h.subtree_load[i]) +
-                    columnRate(model, h, i, s).dot(h.momentum[i]);
+                    columnRateDot(model, h, i, c, h.momentum[i]);
       if (nv == 1 && model.stiffness[d] != 0.0)
         rate -= model.stiffness[d] * (q[model.idx_q[i]] - model.spring_reference[d]);
       p_dot[d] = rate;
@@ -1256,7 +1258,7 @@ void hdcaImpulseRates(const Model& model, const Data& data,
     for (int c = 0; c < model.nv_joint[i]; ++c) {
       const auto s = h.motion[i].col(c);
       out[model.idx_v[i] + c] =
-          s.dot(subtree_impulse_rate[i]) + columnRate(model, h, i, s).dot(subtree_impulse[i]);
+          s.dot(subtree_impulse_rate[i]) + columnRateDot(model, h, i, c, subtree_impulse[i]);
     }
 }
 
