@@ -71,13 +71,6 @@ bool isArticulatedPath(const AssemblyTree& tree, int top) {
   return tree.nodes[tree.path_root[top]].left < 0;
 }
 
-// Whether some path has more than one block (a compound node joins two); if none, every path is
-// assembled as aba's recursion
-bool hasCompounds(const AssemblyTree& tree) {
-  return std::any_of(tree.nodes.begin(), tree.nodes.end(),
-                     [](const AssemblyTree::Node& node) { return node.left >= 0; });
-}
-
 // Joint i's bases at the kinematics in Data: its motion subspace H, written about the child
 // frame's origin o (the joint's point, the handles' of both sides) where it is orthonormal
 // (Hᵀ H = 1), and the constraint directions D that complete it to an orthonormal basis there
@@ -317,12 +310,11 @@ template <bool kAboutOrigin>
 
 }  // namespace
 
-// Below this much work (post_weight: about 512 bodies of a chain) every pass runs on the calling
-// thread alone: on two threads here a 512-body chain or tree breaks even, a 384-body one takes
-// 1.1 to 1.5 times as long (docs/PERFORMANCE.md, "Hamiltonian divide-and-conquer")
+// Below kMinSharedWeight every pass runs on the calling thread alone: on two threads here a
+// 512-body chain or tree breaks even, a 384-body one takes 1.1 to 1.5 times as long
+// (docs/PERFORMANCE.md, "Hamiltonian divide-and-conquer")
 bool hdcaSplitsPasses(const AssemblyTree& tree) {
-  constexpr double kMinParallelWeight = 630.0;
-  return !tree.post_weight.empty() && tree.post_weight.back() >= kMinParallelWeight;
+  return !tree.post_weight.empty() && tree.post_weight.back() >= kMinSharedWeight;
 }
 
 namespace {
@@ -944,7 +936,7 @@ void propagateMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
 void firstJointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd> v) {
   const Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
-  if (!hasCompounds(tree)) return;  // none: every path is one block
+  if (!tree.has_compounds) return;  // none: every path is one block
   auto body = [&](int i) {
     const int n = tree.leaf[i];
     if (tree.nodes[n].body != i || isPathRoot(tree, n)) return;
@@ -1114,7 +1106,7 @@ double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
                       const double* p = nullptr, bool velocities_known = false) {
   assert(threadCount(data) <= kMaxThreads);
   LargestPerThread worst{};
-  if (hasCompounds(data.hdca.tree))
+  if (data.hdca.tree.has_compounds)
     scanOverAssemblyTree(model, data, v, p, worst);
   else
     sweepAlongBodies(model, data, v, p, velocities_known, worst);
@@ -1124,19 +1116,65 @@ double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eig
   return largest;
 }
 
+// ṡ · F for column c of body i's joint: ṡ = V ×ᵐ s with V the body the column is fixed in (the
+// child; the parent for a translation column of a free or planar joint, whose direction the
+// parent carries). With s = [a; b], V = [ω; u], F = [n; f]: (ω × a) · n + (ω × b + u × a) · f.
+[[gnu::always_inline]] inline double columnRateDot(const Model& model, const Data::Hdca& h, int i,
+                                                   int c, const Vector6& F) {
+  const auto s = h.motion[i].col(c);
+  const Vector3 a = s.head<3>(), b = s.tail<3>();
+  const bool translation = a.x() == 0.0 && a.y() == 0.0 && a.z() == 0.0;
+  const int parent = model.parent[i];
+  if (translation && parent <= 0) return 0.0;
+  const Vector6& V = translation ? h.velocity_W[parent] : h.velocity_W[i];
+  const Vector3 w = V.head<3>(), u = V.tail<3>();
+  return w.cross(a).dot(F.head<3>()) + (w.cross(b) + u.cross(a)).dot(F.tail<3>());
+}
+
+// What phase 2 needs beside the sweep: (77) writes p_dot from q and tau
+struct MomentumRates {
+  const Eigen::VectorXd& q;
+  const Eigen::VectorXd& tau;
+  Eigen::VectorXd& p_dot;
+};
+
+// (77) about a fixed point for body i's joint at joint velocities v, after the sweep at v:
+// ṗ = τ − d v − k (q − q_ref) + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRateDot)
+[[gnu::always_inline]] inline void jointMomentumRates(const Model& model, const Data::Hdca& h,
+                                                      int i, const double* v,
+                                                      const MomentumRates& rates) {
+  const int nv = model.nv_joint[i], iv = model.idx_v[i];
+  for (int c = 0; c < nv; ++c) {
+    const int d = iv + c;
+    double rate = rates.tau[d] - model.damping[d] * v[d] + h.motion[i].col(c).dot(h.subtree_load[i]) +
+                  columnRateDot(model, h, i, c, h.momentum[i]);
+    if (nv == 1 && model.stiffness[d] != 0.0)
+      rate -= model.stiffness[d] * (rates.q[model.idx_q[i]] - model.spring_reference[d]);
+    rates.p_dot[d] = rate;
+  }
+}
+
+// (77) of every joint from the sweep at v in Data (subtreeMomenta)
+void momentumRatesFromSweep(const Model& model, Data& data, const Eigen::VectorXd& v,
+                            const MomentumRates& rates) {
+  auto body = [&](int i) { jointMomentumRates(model, data.hdca, i, v.data(), rates); };
+  overBodies(model, data, body);
+}
+
 // v = M⁻¹ p by the tree, refined: v ← v + M⁻¹ (p − M v) while the residual is above round-off, at
 // most kRefinementSteps times. The mobility form subtracts where a light body carries a heavy one
 // and loses digits in proportion (1e-5 relative on a random 18-body chain, docs/HDCA.md
 // "Accuracy"); p − M v costs one O(n) sweep, a correction one vector pass of the tree. With
 // kLoads, the applied loads' subtree sums as well. `p` and `v` may be the same vector. Returns
-// whether the sweep in Data (velocity_W, momentum) is that of the v returned, as phase 2 needs.
+// whether the sweep in Data (velocity_W, momentum) is that of the v returned, as phase 2 needs;
+// if so and `rates` is given, ṗ of (77) as well, in the same pass as v's copy.
 constexpr int kRefinementSteps = 2;
 constexpr double kResidualTolerance = 1e-14;  // of |p|∞: the sweep's own round-off is ~1e-15
 template <bool kLoads>
 bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& p,
-                  Eigen::Ref<Eigen::VectorXd> v) {
+                  Eigen::Ref<Eigen::VectorXd> v, const MomentumRates* rates = nullptr) {
   Data::Hdca& h = data.hdca;
-  const bool about_origin = !hasCompounds(h.tree);
+  const bool about_origin = !h.tree.has_compounds;
   if (about_origin)
     propagateMomenta<kLoads, true>(model, data, p, h.estimate);
   else
@@ -1166,9 +1204,11 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
   }
   // p is no longer read: v may be p. Each body's entries on its own thread (as the vectors
   // above): written there, they are read there next
+  if (!swept_at_estimate) rates = nullptr;
   auto copy = [&](int i) {
     const int iv = model.idx_v[i];
     for (int c = 0; c < model.nv_joint[i]; ++c) v[iv + c] = h.estimate[iv + c];
+    if (rates != nullptr) jointMomentumRates(model, h, i, h.estimate.data(), *rates);
   };
   overBodies(model, data, copy);
   return swept_at_estimate;
@@ -1179,7 +1219,7 @@ bool solveRefined(const Model& model, Data& data, const Eigen::Ref<const Eigen::
 void hdcaAssembleAtKinematics(const Model& model, Data& data) {
   assert(holds(data.workspace, DataWorkspace::kDivideAndConquer));
   assert(!model.has_flexible_bodies);
-  if (hasCompounds(data.hdca.tree))
+  if (data.hdca.tree.has_compounds)
     assembleMatrices<false>(model, data);
   else
     assembleMatrices<true>(model, data);
@@ -1203,51 +1243,11 @@ void hdcaVelocitiesWithLoads(const Model& model, Data& data,
   solveRefined<true>(model, data, p, v);
 }
 
-namespace {
-// ṡ · F for column c of body i's joint: ṡ = V ×ᵐ s with V the body the column is fixed in (the
-// child; the parent for a translation column of a free or planar joint, whose direction the
-// parent carries). With s = [a; b], V = [ω; u], F = [n; f]: (ω × a) · n + (ω × b + u × a) · f.
-[[gnu::always_inline]] inline double columnRateDot(const Model& model, const Data::Hdca& h, int i,
-                                                   int c, const Vector6& F) {
-  const auto s = h.motion[i].col(c);
-  const Vector3 a = s.head<3>(), b = s.tail<3>();
-  const bool translation = a.x() == 0.0 && a.y() == 0.0 && a.z() == 0.0;
-  const int parent = model.parent[i];
-  if (translation && parent <= 0) return 0.0;
-  const Vector6& V = translation ? h.velocity_W[parent] : h.velocity_W[i];
-  const Vector3 w = V.head<3>(), u = V.tail<3>();
-  return w.cross(a).dot(F.head<3>()) + (w.cross(b) + u.cross(a)).dot(F.tail<3>());
-}
-}  // namespace
-
-namespace {
-// (77) from the bodies' velocities and the subtrees' momenta P̄ of v in Data (subtreeMomenta)
-void momentumRatesFromSweep(const Model& model, Data& data, const Eigen::VectorXd& q,
-                            const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
-                            Eigen::VectorXd& p_dot) {
-  const Data::Hdca& h = data.hdca;
-  auto body = [&](int i) {
-    const int nv = model.nv_joint[i], iv = model.idx_v[i];
-    // (77) about a fixed point: ṗ = τ + Hᵀ Q̄ + Ḣᵀ P̄, Ḣ = V ×ᵐ H (columnRateDot)
-    for (int c = 0; c < nv; ++c) {
-      const auto s = h.motion[i].col(c);
-      const int d = iv + c;
-      double rate = tau[d] - model.damping[d] * v[d] + s.dot(h.subtree_load[i]) +
-                    columnRateDot(model, h, i, c, h.momentum[i]);
-      if (nv == 1 && model.stiffness[d] != 0.0)
-        rate -= model.stiffness[d] * (q[model.idx_q[i]] - model.spring_reference[d]);
-      p_dot[d] = rate;
-    }
-  };
-  overBodies(model, data, body);
-}
-}  // namespace
-
 void hdcaMomentumRatesAt(const Model& model, Data& data, const Eigen::VectorXd& q,
                          const Eigen::VectorXd& v, const Eigen::VectorXd& tau,
                          Eigen::VectorXd& p_dot) {
   subtreeMomenta(model, data, v);
-  momentumRatesFromSweep(model, data, q, v, tau, p_dot);
+  momentumRatesFromSweep(model, data, v, MomentumRates{q, tau, p_dot});
 }
 
 void hdcaImpulseRates(const Model& model, const Data& data,
@@ -1266,9 +1266,12 @@ void hdcaMomentumRates(const Model& model, Data& data, const Eigen::VectorXd& q,
                        const Eigen::VectorXd& p, const Eigen::VectorXd& tau, Eigen::VectorXd& v,
                        Eigen::VectorXd& p_dot) {
   hdcaAssemble(model, data, q);
-  // the refinement's last residual sweep was at this v unless it ran out of steps
-  if (!solveRefined<true>(model, data, p, v)) subtreeMomenta(model, data, v);
-  momentumRatesFromSweep(model, data, q, v, tau, p_dot);
+  // the refinement's last residual sweep was at this v (and gave ṗ) unless it ran out of steps
+  const MomentumRates rates{q, tau, p_dot};
+  if (!solveRefined<true>(model, data, p, v, &rates)) {
+    subtreeMomenta(model, data, v);
+    momentumRatesFromSweep(model, data, v, rates);
+  }
 }
 
 void hdcaMomenta(const Model& model, Data& data, const Eigen::VectorXd& q,

@@ -221,8 +221,15 @@ AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order, std::uin
   for (int k = 0; k < nn; ++k) {
     const AssemblyTree::Node& node = tree.nodes[k];
     tree.post_weight[k + 1] = tree.post_weight[k] + (node.left >= 0 ? 3.0 : node.count + 1.0);
+    if (node.left >= 0) tree.has_compounds = true;
   }
   return tree;
+}
+
+AssemblyTree defaultAssemblyTree(const Model& model) {
+  AssemblyTree blocks = buildAssemblyTree(model);
+  if (blocks.post_weight.back() >= kMinSharedWeight) return blocks;
+  return buildAssemblyTree(model, AssemblyOrder::kBalanced, 0, std::max(1, model.nbodies));
 }
 
 }  // namespace hilsim

@@ -32,6 +32,11 @@ enum class AssemblyOrder {
 /// 1024-body chain still has 64 blocks to share among threads (docs/HDCA.md, "Blocks").
 constexpr int kDefaultBlockBodies = 16;
 
+/// Below this much work (AssemblyTree::post_weight: about 512 bodies of a chain) hdca runs every
+/// pass on the calling thread alone: on two threads here a 512-body chain or tree breaks even
+/// (docs/HDCA.md, "Threads").
+constexpr double kMinSharedWeight = 630.0;
+
 struct AssemblyTree {
   struct Node {
     int left = -1, right = -1;  ///< child nodes; −1 for a leaf
@@ -75,6 +80,9 @@ struct AssemblyTree {
 
   /// The bodies of the leaves, each leaf's in the order of its path (Node::block)
   std::vector<int> block_body;
+  /// Whether some path has more than one block (a compound joins two): else every path is one
+  /// block, joined to its parent body as aba's bodies are
+  bool has_compounds = false;
   /// Calls f(body) for each body of leaf `node`, from its first down its path
   template <typename F>
   void forEachBlockBody(const Node& node, F&& f) const {
@@ -89,5 +97,11 @@ struct AssemblyTree {
 /// bodies becomes ⌈L / block_bodies⌉ blocks of as equal lengths as can be (block_bodies ≥ 1).
 AssemblyTree buildAssemblyTree(const Model& model, AssemblyOrder order = AssemblyOrder::kBalanced,
                                std::uint64_t seed = 0, int block_bodies = kDefaultBlockBodies);
+
+/// The tree a model's Data starts with: blocks of kDefaultBlockBodies where there is enough work
+/// to share among threads (post_weight ≥ kMinSharedWeight); below, every path one block — its
+/// passes run on one thread whatever the thread count, and one block per path is the least work
+/// (no compounds; docs/HDCA.md, "Blocks").
+AssemblyTree defaultAssemblyTree(const Model& model);
 
 }  // namespace hilsim

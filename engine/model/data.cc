@@ -64,7 +64,7 @@ Data::Data(const Model& model, DataWorkspace reserved)
                            &hdca.momentum})
       per_body->assign(nb, Vector6::Zero());
     hdca.impulse_count.assign(nb, 0);
-    useAssemblyTree(buildAssemblyTree(model));
+    useAssemblyTree(defaultAssemblyTree(model));
     hdca.rhs = hdca.estimate = hdca.residual = Eigen::VectorXd::Zero(model.nv);
   }
   if (!model.has_flexible_bodies) return;

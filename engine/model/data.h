@@ -128,34 +128,40 @@ struct Data {
   } flex;
 
   /// Buffers of the Hamiltonian divide-and-conquer formulation (engine/algorithms/hdca.h, seed
-  /// 001), with DataWorkspace::kDivideAndConquer (else empty). Spatial vectors in W about W's
-  /// origin, where the paper's shift matrices are the identity (docs/HDCA.md).
+  /// 001), with DataWorkspace::kDivideAndConquer (else empty). In W's axes; phase 1 about each
+  /// body's own origin (its joint's point) where the tree has compounds (tree.has_compounds),
+  /// else about W's origin, as aba (docs/HDCA.md, "Representation"); phase 2 about W's origin.
   struct Hdca {
     AssemblyTree tree;  ///< the binary assembly tree of the model (fixed)
     // per joint i, [nbodies]: its motion subspace H about W's origin (columns 0 … nv_i − 1) for
-    // phase 2; about the joint's point (body i's origin), where it is orthonormal, `local`; and
+    // phase 2; about the joint's point (body i's origin), where it is orthonormal, `local` (for
+    // phase 1 there: not written about W's origin but for joints that carry impulses); and
     // the basis B of the impulses it carries there, the constraint directions D (Dᵀ H = 0) then H
     // of each dof with armature, whose compliance 1/armature is in `compliance`
     std::vector<Matrix6> motion, local, impulse_basis;
     std::vector<Vector6> compliance;
     std::vector<int> impulse_count;   ///< columns of impulse_basis
     // per body, [nbodies]
-    std::vector<Matrix6> inertia;     ///< I, in W about W's origin
+    /// I about W's origin, where phase 1 works there (no compounds); else unused (the sweeps
+    /// read Data::inertia_W)
+    std::vector<Matrix6> inertia;
     /// a block's first body: Φ = (Iᴬ)⁻¹, its articulated inertia's inverse about its origin
     std::vector<Matrix6> mobility;
     /// a block body below its first: U = Iᴬ H (columns 0 … nv_i − 1) of its joint, and
-    /// (Hᵀ Iᴬ H + armature)⁻¹ (the top-left nv_i × nv_i), both about the joint's point
+    /// (Hᵀ Iᴬ H + armature)⁻¹ (the top-left nv_i × nv_i), both in phase 1's frame
     std::vector<Matrix6> joint_gain, joint_inertia_inverse;
     /// a path's top body: Z of its top joint's W = −Z Zᵀ (seed 001 (43)), columns beyond the
     /// joint's impulse count zero
     std::vector<Matrix6> path_factor;
     /// a path's top body, where the path is one block: Iᴬ − U D⁻¹ Uᵀ of its top joint, the
-    /// articulated inertia it passes to the body it hangs off (about the joint's point)
+    /// articulated inertia it passes to the body it hangs off (phase 1's frame)
     std::vector<Matrix6> passed_inertia;
-    /// β: the momentum the body's joint carries beyond Iᴬ V, about the joint's point (its
-    /// block's recursion, docs/HDCA.md "Blocks")
+    /// β: the momentum the body's joint carries beyond Iᴬ V, in phase 1's frame (its block's
+    /// recursion, docs/HDCA.md "Blocks")
     std::vector<Vector6> momentum_bias;
-    std::vector<Vector6> velocity;    ///< V of phase 1, about the body's own origin (handle 1)
+    /// V of phase 1 about the body's own origin (handle 1), where the tree has compounds
+    /// (without, phase 1 writes velocity_W)
+    std::vector<Vector6> velocity;
     std::vector<Vector6> velocity_W;  ///< V about W's origin (phase 2, refinement)
     std::vector<Vector6> weight;      ///< gravity's wrench on the body
     std::vector<Vector6> subtree_load;     ///< applied wrench on the subtree the joint carries

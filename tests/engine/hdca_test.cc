@@ -190,6 +190,33 @@ TEST(Hdca, AssemblyTreeOfAChainHasLogarithmicLevels) {
   EXPECT_LE(buildAssemblyTree(binary).upLevels(), 60);
 }
 
+// The tree a model's Data starts with: one block per path where the passes stay on one thread
+// (nothing to share; no compounds, the least work), blocks of 16 joined by compounds where
+// threads share them; a tree of short paths has no compounds either way
+TEST(Hdca, DefaultTreeJoinsBlocksOnlyWhereThreadsShareTheWork) {
+  SystemSpec spec;
+  spec.bodies = 256;
+  const Model short_chain = generateSystem(spec, "chain");
+  const AssemblyTree one_block = defaultAssemblyTree(short_chain);
+  EXPECT_FALSE(hdcaSplitsPasses(buildAssemblyTree(short_chain)));
+  EXPECT_FALSE(one_block.has_compounds);
+  ASSERT_EQ(one_block.nodes.size(), 1u);
+  EXPECT_EQ(one_block.nodes[0].count, 256);
+  EXPECT_EQ(Data(short_chain, DataWorkspace::kDivideAndConquer).hdca.tree.nodes.size(), 1u);
+
+  spec.bodies = 1024;
+  const Model long_chain = generateSystem(spec, "chain");
+  const AssemblyTree blocks = defaultAssemblyTree(long_chain);
+  EXPECT_TRUE(hdcaSplitsPasses(blocks));
+  EXPECT_TRUE(blocks.has_compounds);
+  EXPECT_EQ(blocks.nodes.size(), 2u * 64 - 1);
+
+  spec.shape = GeneratedShape::kTree;
+  const AssemblyTree binary = defaultAssemblyTree(generateSystem(spec, "binary"));
+  EXPECT_TRUE(hdcaSplitsPasses(binary));
+  EXPECT_FALSE(binary.has_compounds);  // its longest path is 10 bodies
+}
+
 // The schedule the threads share a pass by (engine/model/assembly_tree.h): the nodes are numbered
 // in a post-order, each after the nodes it reads on the way up and before its consumer; each
 // node's subtree is the contiguous range of numbers ending at it, made of its children's ranges
