@@ -952,7 +952,7 @@ void firstJointRates(const Model& model, Data& data, Eigen::Ref<Eigen::VectorXd>
 // residual magnitude it found, one cache line each (no line with two writers)
 constexpr int kMaxThreads = 64;  // as sessions and the command line allow
 struct alignas(64) Largest {
-  double value = 0.0;
+  double value;  // set for the threads that run (not all 64: 4 KiB to clear on a small model)
 };
 using LargestPerThread = std::array<Largest, kMaxThreads>;
 
@@ -1104,15 +1104,17 @@ void scanOverAssemblyTree(const Model& model, Data& data,
 // cost a tree of one-block paths a sixth more on one thread and gain it nothing on two.
 double subtreeMomenta(const Model& model, Data& data, const Eigen::Ref<const Eigen::VectorXd>& v,
                       const double* p = nullptr, bool velocities_known = false) {
-  assert(threadCount(data) <= kMaxThreads);
-  LargestPerThread worst{};
+  const int threads = threadCount(data);
+  assert(threads <= kMaxThreads);
+  LargestPerThread worst;
+  for (int t = 0; t < threads; ++t) worst[t].value = 0.0;
   if (data.hdca.tree.has_compounds)
     scanOverAssemblyTree(model, data, v, p, worst);
   else
     sweepAlongBodies(model, data, v, p, velocities_known, worst);
   double largest = 0.0;
-  for (const Largest& w : worst)
-    if (w.value > largest || std::isnan(w.value)) largest = w.value;
+  for (int t = 0; t < threads; ++t)
+    if (worst[t].value > largest || std::isnan(worst[t].value)) largest = worst[t].value;
   return largest;
 }
 
