@@ -1705,9 +1705,9 @@ TEST_F(ServerTest, SharedWorkersRunSessionsPlaceThemAndRefuseWhatWouldOverloadTh
   ServerConfig config = testConfig();
   config.workers.count = 2;
   config.workers.lock_memory = false;
-  // placement here, the bound below: the arm at 4 kHz takes about 80 % of a core under
-  // ThreadSanitizer, at the default bound
-  config.workers.max_utilisation = 1.0;
+  // placement here, the bound below: no session is to be refused here, and the arm at 4 kHz
+  // takes about 80 % of a core under ThreadSanitizer, 146 % measured once on a slow host
+  config.workers.max_utilisation = 4.0;
   config.metrics_enabled = true;
   config.metrics_port = 0;
   startServer(config);
