@@ -74,8 +74,9 @@ const Eigen::VectorXd& hdcaForwardDynamics(const Model& model, Data& data,
 /// X ← M⁻¹ X, column by column by phase 1, after hdcaAssemble or hdcaForwardDynamics (same q).
 void hdcaInverseInertia(const Model& model, Data& data, Eigen::Ref<Eigen::MatrixXd> X);
 
-/// Whether the passes over `tree` are shared among Data::executor's threads: from about 256
-/// bodies' work; on fewer, the calling thread runs them alone (docs/HDCA.md, "Threads").
+/// Whether the passes over `tree` are shared among Data::executor's threads: from
+/// kMinSharedWeight (engine/model/assembly_tree.h, about 512 bodies of a chain); below, the
+/// calling thread runs them alone (docs/HDCA.md, "Threads").
 bool hdcaSplitsPasses(const AssemblyTree& tree);
 
 }  // namespace hilsim
