@@ -456,11 +456,25 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   const int threads = threadCount(data);
+  constexpr bool kHasDown = !std::is_same_v<std::remove_const_t<Down>, NoStep>;
   constexpr bool kHasUp = !std::is_same_v<std::remove_const_t<Up>, NoStep>;
   if (threads == 1) {
-    for (int i = 1; i < model.nbodies; ++i) down(i, 0);
+    if constexpr (kHasDown)
+      for (int i = 1; i < model.nbodies; ++i) down(i, 0);
     if constexpr (kHasUp)
       for (int i = model.nbodies - 1; i >= 1; --i) up(i, 0);
+    return;
+  }
+  if (!kHasDown && !tree.has_compounds) {
+    // an up pass alone where every path is one block: its bodies in path order are a valid order,
+    // so the pass over the assembly tree carries it block by block, each thread over its own
+    // nodes only (the rounds below scan every body each round: on a 1024-body tree the sweep took
+    // longer on two threads than on one, 14.2 against 12.8 µs; 12.2 µs so)
+    auto up_block = [&](int n, int t) {
+      const AssemblyTree::Node& node = tree.nodes[n];
+      for (int k = node.count - 1; k >= 0; --k) up(tree.block_body[node.block + k], t);
+    };
+    overTree<true>(data, up_block);
     return;
   }
   h.pass += 2;
@@ -481,7 +495,7 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
     const auto owns = [&](int i) { return tree.leaf[i] >= a && tree.leaf[i] < b; };
     for (bool left = true; left;) {
       left = false;
-      for (int i = 1; i < model.nbodies; ++i) {
+      for (int i = 1; kHasDown && i < model.nbodies; ++i) {
         if (!owns(i) || downDone(i)) continue;
         if (const int parent = model.parent[i]; parent > 0 && !downDone(parent)) {
           left = true;
@@ -978,7 +992,6 @@ void sweepAlongBodies(const Model& model, Data& data, const Eigen::Ref<const Eig
   Data::Hdca& h = data.hdca;
   const AssemblyTree& tree = h.tree;
   auto down = [&](int i, int) {
-    if (velocities_known) return;
     const int parent = model.parent[i];
     if (parent > 0)
       h.velocity_W[i] = h.velocity_W[parent];
@@ -992,7 +1005,12 @@ void sweepAlongBodies(const Model& model, Data& data, const Eigen::Ref<const Eig
     forEachChild(tree, i, [&](int c) { momentum += h.momentum[c]; });
     if (p != nullptr) jointResidual(model, h, i, p, v.data(), worst[t].value);
   };
-  downThenUp<true>(model, data, down, up);
+  if (velocities_known) {
+    const NoStep none;
+    downThenUp<true>(model, data, none, up);
+  } else {
+    downThenUp<true>(model, data, down, up);
+  }
 }
 
 // A sum along each path taken over the assembly tree, on one slot per node (`sums`). Up: a
