@@ -7,14 +7,13 @@
 #include <sstream>
 
 #include "rt/futex.h"
+#include "rt/session_limits.h"
 #include "rt/worker.h"
 
 namespace hilsim::rt {
 
 namespace {
 
-constexpr double kMinRate = 100.0;
-constexpr double kMaxRate = 10'000.0;
 /// Weight of a new cycle in the smoothed cycle cost: about the last hundred cycles count.
 constexpr double kCostSmoothing = 0.01;
 
@@ -26,14 +25,13 @@ void validate(const SessionConfig& c) {
     fail("model has nq = " + std::to_string(m.nq) + ", nv = " + std::to_string(m.nv) +
          "; sessions hold at most " + std::to_string(kMaxCoordinates) + " coordinates");
   }
-  if (!(c.control_rate >= kMinRate && c.control_rate <= kMaxRate)) {
+  if (!controlRateAllowed(c.control_rate)) {
     std::ostringstream why;
-    why << "control_rate " << c.control_rate << " Hz is outside 100 to 10000 Hz";
+    why << "control_rate " << c.control_rate << " Hz is outside " << controlRateRange();
     fail(why.str());
   }
-  if (c.substeps < 1 || c.substeps > 1000) {
-    fail("substeps " + std::to_string(c.substeps) + " is outside 1 to 1000");
-  }
+  if (!substepsAllowed(c.substeps))
+    fail("substeps " + std::to_string(c.substeps) + " is outside " + substepsRange());
   if (const std::string why = checkSimulatorChoice(m, c.formulation, c.integrator); !why.empty())
     fail(why);
   if (c.threads < 1 || c.threads > 64) fail("threads " + std::to_string(c.threads) + " is outside 1 to 64");

@@ -11,7 +11,7 @@
 #include "hilsim/v1/udp.pb.h"
 #include "proto/engine_names.h"
 #include "proto/udp_frame.h"
-#include "proto/udp_frame.h"
+#include "rt/session_limits.h"
 
 namespace hilsim::server {
 
@@ -350,15 +350,15 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
            std::to_string(kMaxNameBytes);
   }
   const double rate = e.control_rate_hz();
-  if (!(rate >= 100.0 && rate <= 10000.0)) {
-    return "config.control_rate_hz = " + describe(rate) + ": allowed 100 … 10000 Hz";
+  if (!rt::controlRateAllowed(rate)) {
+    return "config.control_rate_hz = " + describe(rate) + ": allowed " + rt::controlRateRange("…");
   }
   if (rate > server.max_control_rate_hz) {
     return "config.control_rate_hz = " + describe(rate) + ": this server allows at most " +
            describe(server.max_control_rate_hz) + " Hz";
   }
-  if (e.substeps() < 1 || e.substeps() > 1000) {
-    return "config.substeps = " + std::to_string(e.substeps()) + ": allowed 1 … 1000";
+  if (!rt::substepsAllowed(e.substeps())) {
+    return "config.substeps = " + std::to_string(e.substeps()) + ": allowed " + rt::substepsRange("…");
   }
   if (static_cast<int>(e.substeps()) > server.max_substeps) {
     return "config.substeps = " + std::to_string(e.substeps()) + ": this server allows at most " +
@@ -557,7 +557,7 @@ std::string resolveSessionConfig(const v1::SessionConfig& request, const ServerC
     const double dt = 1.0 / (rate * c.substeps);
     if (dt > limit.max_dt && limit.max_dt > 0.0) {
       const double wanted = std::ceil(1.0 / (rate * 0.9 * limit.max_dt));
-      const int most = std::min(server.max_substeps, 1000);
+      const int most = std::min(server.max_substeps, rt::kMaxSubsteps);
       const int needed = static_cast<int>(std::min(wanted, 1e9));
       const std::string why =
           "dt = 1 / (rate · substeps) = " + describe(dt) + " s is above the largest step RK4 is "

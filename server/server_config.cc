@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "engine/io/model_loader.h"
+#include "rt/session_limits.h"
 
 namespace hilsim::server {
 
@@ -31,9 +32,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bounds of the file's values. The session ones are the contract's (session.proto).
-constexpr double kMinControlRate = 100.0;
-constexpr double kMaxControlRate = 10'000.0;
-constexpr std::int64_t kMaxSubsteps = 1000;
+using rt::kMaxControlRate;
+using rt::kMinControlRate;
+constexpr std::int64_t kMaxSubsteps = rt::kMaxSubsteps;
 constexpr std::int64_t kMaxFifoPriority = 99;
 constexpr std::int64_t kMaxCpu = 1023;                // CPU_SETSIZE − 1
 constexpr std::int64_t kMaxWorkers = 1024;            // rt.workers.count

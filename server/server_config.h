@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hilsim/v1/session.pb.h"
+#include "rt/session_limits.h"
 #include "rt/worker_set.h"
 
 namespace hilsim::server {
@@ -67,8 +68,8 @@ struct ServerConfig {
 
   // Limits
   int max_sessions = 16;
-  double max_control_rate_hz = 10000.0;
-  int max_substeps = 1000;
+  double max_control_rate_hz = rt::kMaxControlRate;
+  int max_substeps = rt::kMaxSubsteps;
   /// Highest SCHED_FIFO priority a session may ask for; 0 (the default) forbids SCHED_FIFO: a
   /// client's session runs at the server's own scheduling unless the operator grants more here.
   /// FREE sessions never run at a real-time priority.

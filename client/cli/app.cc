@@ -24,6 +24,7 @@
 #include "client/interrupt.h"
 #include "engine/formulations/formulations.h"
 #include "engine/io/model_loader.h"
+#include "rt/session_limits.h"
 
 #ifndef HILSIM_VERSION
 #define HILSIM_VERSION "unknown"
@@ -271,14 +272,15 @@ void runProbeCommand(const ProbeArgs& args, std::ostream& out) {
   rt::ProbeOptions options;
   options.rate = numberOption(args.rate, "--rate");
   options.duration = numberOption(args.duration, "--duration");
-  if (options.rate < 100.0 || options.rate > 10000.0) {
-    throw CliError("--rate must be within 100 to 10000 Hz, got " + args.rate, kExitUsage);
+  if (!rt::controlRateAllowed(options.rate)) {
+    throw CliError("--rate must be within " + rt::controlRateRange() + ", got " + args.rate,
+                   kExitUsage);
   }
   if (options.duration <= 0.0 || options.duration > 3600.0) {
     throw CliError("--duration must be > 0 and at most 3600 s, got " + args.duration, kExitUsage);
   }
-  if (args.substeps < 1 || args.substeps > 1000) {
-    throw CliError("--substeps must be within 1 to 1000", kExitUsage);
+  if (!rt::substepsAllowed(args.substeps)) {
+    throw CliError("--substeps must be within " + rt::substepsRange(), kExitUsage);
   }
   if (args.priority < 0 || args.priority > 99) {
     throw CliError("--priority must be within 0 to 99", kExitUsage);
@@ -313,7 +315,7 @@ Command addProbeCommand(CLI::App& app, const std::string& solver_help) {
       "rt-probe",
       "Measure wake-up jitter: a bare clock_nanosleep loop, then hilsim's real-time loop on a "
       "model, at the same rate; print both, their ratio and the loop overhead");
-  probe->add_option("-r,--rate", args->rate, "Control rate [Hz], 100 to 10000")
+  probe->add_option("-r,--rate", args->rate, "Control rate, " + rt::controlRateRange())
       ->capture_default_str()
       ->type_name("HZ");
   probe->add_option("-T,--duration", args->duration, "Seconds per phase, > 0")
@@ -367,7 +369,7 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
   command->add_option("--mode", create.mode, "realtime, lockstep or free")
       ->capture_default_str();
   command->add_option("-r,--rate", args->create_rate,
-                      "Control rate [Hz], 100 to 10000 (default: the server's)")
+                      "Control rate, " + rt::controlRateRange() + " (default: the server's)")
       ->type_name("HZ");
   command->add_option("--substeps", create.substeps,
                       "Physics steps per control cycle, 1 to 1000 "

@@ -27,6 +27,7 @@
 #include "engine/algorithms/rnea.h"
 #include "engine/io/model_loader.h"
 #include "rt/clock.h"
+#include "rt/session_limits.h"
 
 namespace hilsim::cli {
 namespace {
@@ -234,7 +235,7 @@ void checkOptions(const LatencyOptions& o) {
   if (o.transport != "udp" && o.transport != "grpc") {
     throw CliError("--transport must be udp or grpc, got '" + o.transport + "'", kExitUsage);
   }
-  if (!(o.rate >= 1.0 && o.rate <= 10000.0)) {
+  if (!(o.rate >= 1.0 && o.rate <= rt::kMaxControlRate)) {  // a session runs at 100 Hz or more
     throw CliError("--rate must be within 1 to 10000 Hz, got " + formatNumber(o.rate), kExitUsage);
   }
   if (!(o.duration > 0.0 && o.duration <= 3600.0)) {
@@ -336,7 +337,7 @@ client::LatencyReport runLatency(const LatencyOptions& o, double* elapsed_s) {
     }
     v1::SessionConfig config;
     config.set_mode(o.mode == "lockstep" ? v1::SESSION_MODE_LOCKSTEP : v1::SESSION_MODE_REALTIME);
-    config.set_control_rate_hz(std::clamp(o.rate, 100.0, 10000.0));
+    config.set_control_rate_hz(std::clamp(o.rate, rt::kMinControlRate, rt::kMaxControlRate));
     config.set_name("latency");
     // closed by the server too if this process dies without closing it (kill -9)
     config.set_idle_timeout_s(kOwnSessionLease);

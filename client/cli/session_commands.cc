@@ -17,6 +17,7 @@
 #include "client/cli/text.h"
 #include "engine/formulations/formulations.h"
 #include "proto/engine_names.h"
+#include "rt/session_limits.h"
 
 namespace hilsim::cli {
 namespace {
@@ -537,8 +538,9 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
   }
   c.set_mode(parseSessionModeOrThrow(o.mode));
   if (o.rate != 0.0) {
-    if (!(o.rate >= 100.0 && o.rate <= 10000.0)) {
-      throw CliError("--rate must be within 100 to 10000 Hz, got " + formatNumber(o.rate),
+    if (!rt::controlRateAllowed(o.rate)) {
+      throw CliError("--rate must be within " + rt::controlRateRange() + ", got " +
+                         formatNumber(o.rate),
                      kExitUsage);
     }
     c.set_control_rate_hz(o.rate);
