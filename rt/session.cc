@@ -52,6 +52,13 @@ void Session::attach() {
       WorkerConfig dedicated;
       dedicated.name = "rt-" + config_.name;
       dedicated.thread = config_.thread;
+      // a parallel session's own thread is one of its pool's: on the CPUs its helpers are
+      // pinned to as well (the server's rt.workers.cpus), the one after theirs (WorkerPool pins
+      // helper w to pool_cpus[(w − 1) mod n]), unless the session names a CPU of its own
+      if (config_.threads > 1 && dedicated.thread.cpu < 0 && !config_.pool_cpus.empty()) {
+        const std::size_t own = static_cast<std::size_t>(config_.threads - 1);
+        dedicated.thread.cpu = config_.pool_cpus[own % config_.pool_cpus.size()];
+      }
       dedicated.capacity = 1;
       dedicated.align_releases = false;
       dedicated.on_start = config_.on_rt_thread_start;

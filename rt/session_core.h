@@ -107,7 +107,9 @@ struct SessionConfig {
   /// Threads of a parallel formulation (hdca), the RT thread one of them: a pool created with the
   /// session (docs/HDCA.md, "Threads"). 1 to 64; more than 1 only for a parallel formulation.
   int threads = 1;
-  /// CPUs the pool's helper threads are pinned to (the server gives rt.workers.cpus); empty: none.
+  /// CPUs the pool's threads are pinned to (the server gives rt.workers.cpus): helper w to
+  /// pool_cpus[(w − 1) mod n], the session's own thread to pool_cpus[(threads − 1) mod n] unless
+  /// `thread.cpu` names one; empty: none.
   std::vector<int> pool_cpus;
   /// The command interfaces of the joints (rt/joint_drives.h); empty: every DoF takes efforts.
   std::vector<DriveConfig> drives;

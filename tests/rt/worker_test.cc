@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,9 +16,11 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <sched.h>
 #include <string>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "engine/io/model_loader.h"
@@ -398,6 +401,33 @@ TEST(Worker, SessionsGoToTheLeastLoadedWorkerAndAreRefusedPastTheBound) {
   Session pooled(parallel, &EventLogger::global(), &bounded);
   EXPECT_EQ(pooled.stats().worker, -1);
   EXPECT_EQ(bounded.stats()[0].sessions, 1);
+}
+
+// A parallel session's own thread runs on the workers' CPUs as its helpers do, on the one after
+// theirs; a CPU the session names itself wins.
+TEST(WorkerSet, AParallelSessionsOwnThreadRunsOnTheWorkersCpus) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (!CPU_ISSET(0, &allowed) || !CPU_ISSET(1, &allowed)) GTEST_SKIP() << "CPUs 0 and 1 not ours";
+  // {CPUs, the CPU the session names, where its thread must run}: the helper on the first CPU,
+  // the session's own thread on the second
+  const std::array<std::tuple<std::vector<int>, int, int>, 4> cases{
+      {{{1, 0}, -1, 0}, {{0, 1}, -1, 1}, {{1, 0}, 1, 1}, {{0, 1}, 0, 0}}};
+  for (const auto& [cpus, named, expected] : cases) {
+    SessionConfig parallel = config(100.0, "parallel", arm());
+    parallel.formulation = Formulation::kHdca;
+    parallel.threads = 2;
+    parallel.pool_cpus = cpus;
+    parallel.thread.cpu = named;
+    std::atomic<int> ran_on{-1};
+    parallel.on_rt_thread_start = [&ran_on] { ran_on.store(sched_getcpu()); };
+    Session pooled(parallel, &EventLogger::global());
+    ASSERT_TRUE(pooled.start());
+    ASSERT_TRUE(pooled.waitForCycle(5, kSecond));
+    EXPECT_EQ(ran_on.load(), expected) << "CPUs " << cpus[0] << ", " << cpus[1] << "; named " << named;
+    EXPECT_TRUE(pooled.stop());
+  }
 }
 
 }  // namespace
