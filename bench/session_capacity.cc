@@ -5,7 +5,10 @@
 // budget (docs/REALTIME.md, "How many sessions per core").
 //
 // Usage: hilsim_session_capacity --model iiwa14 --sessions 250 --seconds 60 [--dedicated]
-//          [--rate 1000] [--cpu 1] [--fifo 0] [--json]
+//          [--rate 1000] [--cpu 1] [--fifo 0] [--hold KP,KD] [--json]
+// Without --hold the arms have no controller and come to rest on their joint stops, whose rows
+// the constraint stage then solves every step; --hold gives every joint a position drive that
+// holds where the arm starts, as a controller holding a pose would.
 
 #include <sys/resource.h>
 
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
   int fifo = 0;
   bool lock_memory = false;
   bool json = false;
+  std::vector<double> hold;  // kp, kd of a position drive on every joint; empty: none
   app.add_option("--model", model_name, "bundled model");
   app.add_option("--sessions", sessions, "sessions")->check(CLI::Range(1, 4096));
   app.add_option("--seconds", seconds, "measured time [s]")->check(CLI::PositiveNumber);
@@ -61,6 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--fifo", fifo, "SCHED_FIFO priority (0: SCHED_OTHER)")->check(CLI::Range(0, 99));
   app.add_flag("--lock-memory", lock_memory, "mlockall, as a server does");
   app.add_flag("--json", json, "one JSON line instead of text");
+  app.add_option("--hold", hold, "KP,KD: position drives holding the initial pose")
+      ->delimiter(',')
+      ->expected(2);
   CLI11_PARSE(app, argc, argv);
 
   const auto model = std::make_shared<const hilsim::Model>(hilsim::loadModel(model_name));
@@ -85,6 +92,8 @@ int main(int argc, char** argv) {
     c.thread.cpu = cpu;
     c.thread.fifo_priority = fifo;
     c.dedicated_thread = dedicated;
+    if (!hold.empty())
+      c.drives = {{"*", hilsim::rt::CommandInterface::kPosition, hold[0], hold[1], 0.0}};
     all.push_back(std::make_unique<hilsim::rt::Session>(c, nullptr, dedicated ? nullptr : &workers));
   }
   const Nanoseconds cost = all.front()->measureCycleCost(200);
