@@ -372,8 +372,8 @@ Command addSessionCreateCommand(CLI::App& session, const std::shared_ptr<Session
                       "Control rate, " + rt::controlRateRange() + " (default: the server's)")
       ->type_name("HZ");
   command->add_option("--substeps", create.substeps,
-                      "Physics steps per control cycle, 1 to 1000 "
-                      "(default: the server's)");
+                      "Physics steps per control cycle, " + rt::substepsRange() +
+                          " (default: the server's)");
   command->add_option("-s,--solver", create.solver, solver_help);
   command->add_option("-j,--threads", create.threads,
                       "Threads per evaluation of a parallel solver (hdca), 1 to 64 (default: the "

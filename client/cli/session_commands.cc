@@ -546,8 +546,8 @@ void sessionCreate(const ServerOptions& server, const CreateOptions& o, std::ost
     c.set_control_rate_hz(o.rate);
   }
   if (o.substeps != 0) {
-    if (o.substeps < 1 || o.substeps > 1000) {
-      throw CliError("--substeps must be within 1 to 1000", kExitUsage);
+    if (!rt::substepsAllowed(o.substeps)) {
+      throw CliError("--substeps must be within " + rt::substepsRange(), kExitUsage);
     }
     c.set_substeps(static_cast<std::uint32_t>(o.substeps));
   }

@@ -364,8 +364,9 @@ void overBodies(const Model& model, Data& data, Body& body) {
 // the same sequence reversed. A thread waits, spinning, only for a node of another thread's range:
 // such a node publishes its results by stamping the pass into `finished` (release), the reader
 // waits for that stamp (acquire); nodes read by their own thread alone are neither stamped nor
-// waited for (a 1024-body tree has 512 blocks, half of them one body). Every node's arithmetic is the same on every thread count. A body that
-// takes (node, thread) is told which thread runs it.
+// waited for (a 1024-body tree has 512 blocks, half of them one body). Every node's arithmetic
+// is the same on every thread count. A body that takes (node, thread) is told which thread runs
+// it.
 template <bool kUp, typename Body>
 void overTree(Data& data, Body& body_of) {
   const auto body = [&](int n, int t) {
@@ -480,17 +481,19 @@ void downThenUp(const Model& model, Data& data, Down& down, Up& up) {
       for (int i = model.nbodies - 1; i >= 1; --i) up(i, 0);
     return;
   }
-  if (!kHasDown && !tree.has_compounds) {
-    // an up pass alone where every path is one block: its bodies in path order are a valid order,
-    // so the pass over the assembly tree carries it block by block, each thread over its own
-    // nodes only (the rounds below scan every body each round: on a 1024-body tree the sweep took
-    // longer on two threads than on one, 14.2 against 12.8 µs; 12.2 µs so)
-    auto up_block = [&](int n, int t) {
-      const AssemblyTree::Node& node = tree.nodes[n];
-      for (int k = node.count - 1; k >= 0; --k) up(tree.block_body[node.block + k], t);
-    };
-    overTree<true>(data, up_block);
-    return;
+  if constexpr (!kHasDown) {
+    if (!tree.has_compounds) {
+      // an up pass alone where every path is one block: its bodies in path order are a valid
+      // order, so the pass over the assembly tree carries it block by block, each thread over its
+      // own nodes only (the rounds below scan every body each round: on a 1024-body tree the
+      // sweep took longer on two threads than on one, 14.2 against 12.8 µs; 12.2 µs so)
+      auto up_block = [&](int n, int t) {
+        const AssemblyTree::Node& node = tree.nodes[n];
+        for (int k = node.count - 1; k >= 0; --k) up(tree.block_body[node.block + k], t);
+      };
+      overTree<true>(data, up_block);
+      return;
+    }
   }
   h.pass += 2;
   const std::uint32_t down_pass = h.pass - 1, up_pass = h.pass;

@@ -405,7 +405,7 @@ TEST(Worker, SessionsGoToTheLeastLoadedWorkerAndAreRefusedPastTheBound) {
 
 // A parallel session's own thread runs on the workers' CPUs as its helpers do, on the one after
 // theirs; a CPU the session names itself wins.
-TEST(WorkerSet, AParallelSessionsOwnThreadRunsOnTheWorkersCpus) {
+TEST(ParallelSession, OwnThreadRunsOnTheWorkersCpus) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
@@ -425,7 +425,8 @@ TEST(WorkerSet, AParallelSessionsOwnThreadRunsOnTheWorkersCpus) {
     Session pooled(parallel, &EventLogger::global());
     ASSERT_TRUE(pooled.start());
     ASSERT_TRUE(pooled.waitForCycle(5, kSecond));
-    EXPECT_EQ(ran_on.load(), expected) << "CPUs " << cpus[0] << ", " << cpus[1] << "; named " << named;
+    EXPECT_EQ(ran_on.load(), expected)
+        << "CPUs " << cpus[0] << ", " << cpus[1] << "; named " << named;
     EXPECT_TRUE(pooled.stop());
   }
 }
